@@ -1,0 +1,3 @@
+"""nrirp: NRI resource policies for Kubernetes nodes."""
+
+__version__ = "0.1.0"

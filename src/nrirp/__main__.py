@@ -1,0 +1,3 @@
+from nrirp.app.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Adapters: real and fake implementations of the domain's ports."""

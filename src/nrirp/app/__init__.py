@@ -1,0 +1,1 @@
+"""Composition root, CLI and the public embedding API."""

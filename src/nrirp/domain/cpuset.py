@@ -1,0 +1,256 @@
+"""CPUSet: an immutable set of CPU (or memory node) ids in the Linux list syntax.
+
+The set is a bit mask held in one Python int, so union, intersection and difference of
+sets with thousands of ids are single big-integer operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import attrs
+
+
+class CPUSetError(ValueError):
+    """Raised for text that is not valid Linux list syntax (quotes the text)."""
+
+
+_MAX_ID = 1 << 20  # far above any real CPU id; guards against "0-999999999999"
+
+
+def _parse(text: str) -> int:
+    stripped = text.strip()
+    if not stripped:
+        return 0
+    spans: list[tuple[int, int]] = []
+    for part in stripped.split(","):
+        item = part.strip()
+        if not item:
+            raise CPUSetError(f"invalid cpu list {text!r}: empty element")
+        lo_text, sep, hi_text = item.partition("-")
+        try:
+            lo = int(lo_text, 10)
+            hi = int(hi_text, 10) if sep else lo
+        except ValueError:
+            raise CPUSetError(f"invalid cpu list {text!r}: bad element {item!r}") from None
+        if (
+            lo < 0
+            or hi < 0
+            or not lo_text.strip().isdigit()
+            or (sep and not hi_text.strip().isdigit())
+        ):
+            raise CPUSetError(f"invalid cpu list {text!r}: bad element {item!r}")
+        if hi < lo:
+            raise CPUSetError(f"invalid cpu list {text!r}: reversed range {item!r}")
+        if hi >= _MAX_ID:
+            raise CPUSetError(f"invalid cpu list {text!r}: id {hi} too large")
+        spans.append((lo, hi))
+    return _bits_of_spans(spans)
+
+
+def _bits_of_spans(spans: list[tuple[int, int]]) -> int:
+    if len(spans) <= 16:
+        bits = 0
+        for lo, hi in spans:
+            bits |= ((1 << (hi - lo + 1)) - 1) << lo
+        return bits
+    # many spans: paint a digit string once instead of one big-int operation per span
+    digits = bytearray(b"0") * (max(hi for _, hi in spans) + 1)
+    for lo, hi in spans:
+        digits[lo : hi + 1] = b"1" * (hi - lo + 1)
+    digits.reverse()
+    return int(digits, 2)
+
+
+def _ids(bits: int) -> list[int]:
+    """Set bit positions in ascending order."""
+    if not bits:
+        return []
+    if bits.bit_count() <= 8:
+        out = []
+        while bits:
+            low = bits & -bits
+            out.append(low.bit_length() - 1)
+            bits ^= low
+        return out
+    text = bin(bits)[:1:-1]  # reversed binary digits: index == bit position
+    return [i for i, c in enumerate(text) if c == "1"]
+
+
+@attrs.frozen(slots=True, repr=False, order=False)
+class CPUSet:
+    """Immutable set of non-negative integer ids (CPUs or memory nodes)."""
+
+    bits: int = 0
+
+    # ---------------------------------------------------------------- construction
+    @classmethod
+    def parse(cls, text: str) -> CPUSet:
+        """Parse Linux list syntax such as ``"0-3,8,10-11"``; empty text is the empty set."""
+        return cls(_parse(text))
+
+    @classmethod
+    def of(cls, *ids: int) -> CPUSet:
+        return cls.from_ids(ids)
+
+    @classmethod
+    def from_ids(cls, ids: Iterable[int]) -> CPUSet:
+        spans = []
+        for i in ids:
+            if i < 0:
+                raise CPUSetError(f"negative id {i}")
+            spans.append((i, i))
+        return cls(_bits_of_spans(spans))
+
+    @classmethod
+    def range(cls, start: int, stop: int) -> CPUSet:
+        """Ids ``start <= id < stop``."""
+        if stop <= start:
+            return cls(0)
+        return cls(((1 << (stop - start)) - 1) << start)
+
+    # ---------------------------------------------------------------- conversion
+    def ids(self) -> list[int]:
+        """Sorted list of the ids."""
+        return _ids(self.bits)
+
+    def ranges(self) -> list[tuple[int, int]]:
+        """Maximal runs of consecutive ids as inclusive ``(first, last)`` pairs."""
+        out: list[tuple[int, int]] = []
+        ids = _ids(self.bits)
+        if not ids:
+            return out
+        start = prev = ids[0]
+        for i in ids[1:]:
+            if i != prev + 1:
+                out.append((start, prev))
+                start = i
+            prev = i
+        out.append((start, prev))
+        return out
+
+    def __str__(self) -> str:
+        return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in self.ranges())
+
+    def __repr__(self) -> str:
+        return f"CPUSet({str(self)!r})"
+
+    # ---------------------------------------------------------------- container protocol
+    def __iter__(self) -> Iterator[int]:
+        return iter(_ids(self.bits))
+
+    def __len__(self) -> int:
+        return self.bits.bit_count()
+
+    def __bool__(self) -> bool:
+        return self.bits != 0
+
+    def __contains__(self, item: object) -> bool:
+        return isinstance(item, int) and item >= 0 and bool(self.bits >> item & 1)
+
+    # ---------------------------------------------------------------- algebra
+    def __or__(self, other: CPUSet) -> CPUSet:
+        return CPUSet(self.bits | other.bits)
+
+    def __and__(self, other: CPUSet) -> CPUSet:
+        return CPUSet(self.bits & other.bits)
+
+    def __sub__(self, other: CPUSet) -> CPUSet:
+        return CPUSet(self.bits & ~other.bits)
+
+    def __xor__(self, other: CPUSet) -> CPUSet:
+        return CPUSet(self.bits ^ other.bits)
+
+    def union(self, *others: CPUSet) -> CPUSet:
+        bits = self.bits
+        for o in others:
+            bits |= o.bits
+        return CPUSet(bits)
+
+    def intersection(self, *others: CPUSet) -> CPUSet:
+        bits = self.bits
+        for o in others:
+            bits &= o.bits
+        return CPUSet(bits)
+
+    def difference(self, *others: CPUSet) -> CPUSet:
+        bits = self.bits
+        for o in others:
+            bits &= ~o.bits
+        return CPUSet(bits)
+
+    def issubset(self, other: CPUSet) -> bool:
+        return self.bits & ~other.bits == 0
+
+    def issuperset(self, other: CPUSet) -> bool:
+        return other.bits & ~self.bits == 0
+
+    def isdisjoint(self, other: CPUSet) -> bool:
+        return self.bits & other.bits == 0
+
+    def __le__(self, other: CPUSet) -> bool:
+        return self.issubset(other)
+
+    def __ge__(self, other: CPUSet) -> bool:
+        return self.issuperset(other)
+
+    def __lt__(self, other: CPUSet) -> bool:
+        return self.bits != other.bits and self.issubset(other)
+
+    def __gt__(self, other: CPUSet) -> bool:
+        return self.bits != other.bits and self.issuperset(other)
+
+    def add(self, *ids: int) -> CPUSet:
+        return self | CPUSet.from_ids(ids)
+
+    def remove(self, *ids: int) -> CPUSet:
+        return self - CPUSet.from_ids(ids)
+
+    # ---------------------------------------------------------------- helpers
+    def min(self) -> int:
+        """Smallest id; ValueError on the empty set."""
+        if not self.bits:
+            raise ValueError("min() of an empty CPUSet")
+        return (self.bits & -self.bits).bit_length() - 1
+
+    def max(self) -> int:
+        """Largest id; ValueError on the empty set."""
+        if not self.bits:
+            raise ValueError("max() of an empty CPUSet")
+        return self.bits.bit_length() - 1
+
+    def first(self, n: int) -> CPUSet:
+        """The ``n`` smallest ids (all of them if there are fewer)."""
+        bits, out = self.bits, 0
+        for _ in range(n):
+            if not bits:
+                break
+            low = bits & -bits
+            out |= low
+            bits ^= low
+        return CPUSet(out)
+
+
+EMPTY = CPUSet()
+
+
+def structure_cpuset(value: Any, _type: Any = CPUSet) -> CPUSet:
+    """cattrs structure hook: accepts list syntax, an int, or a list of ints."""
+    if isinstance(value, CPUSet):
+        return value
+    if isinstance(value, str):
+        return CPUSet.parse(value)
+    if isinstance(value, bool):
+        raise CPUSetError(f"invalid cpu list {value!r}")
+    if isinstance(value, int):
+        return CPUSet.of(value)
+    if isinstance(value, list | tuple):
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise CPUSetError(f"invalid cpu list {value!r}")
+        return CPUSet.from_ids(value)
+    raise CPUSetError(f"invalid cpu list {value!r}")
+
+
+def unstructure_cpuset(value: CPUSet) -> str:
+    return str(value)

@@ -1,0 +1,1 @@
+"""Ports: the protocols the domain needs the outside world to implement."""

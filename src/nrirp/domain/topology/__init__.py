@@ -1,0 +1,31 @@
+"""Hardware topology model."""
+
+from nrirp.domain.topology.model import (
+    CPU,
+    CacheGroup,
+    CacheType,
+    Cluster,
+    Core,
+    CoreType,
+    Die,
+    Machine,
+    MemoryType,
+    NumaNode,
+    Package,
+    TopologyError,
+)
+
+__all__ = [
+    "CPU",
+    "CacheGroup",
+    "CacheType",
+    "Cluster",
+    "Core",
+    "CoreType",
+    "Die",
+    "Machine",
+    "MemoryType",
+    "NumaNode",
+    "Package",
+    "TopologyError",
+]
