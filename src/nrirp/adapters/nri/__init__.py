@@ -1,0 +1,1 @@
+"""NRI adapter: ttRPC transport, plugin stub, simulated runtime, translation to the domain."""
