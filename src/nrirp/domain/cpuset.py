@@ -6,6 +6,7 @@ sets with thousands of ids are single big-integer operations.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -18,6 +19,10 @@ class CPUSetError(ValueError):
 
 _MAX_ID = 1 << 20  # far above any real CPU id; guards against "0-999999999999"
 
+# One element of a list: "N", "A-B", or the kernel's grouped range "A-B:USED/GROUP"
+# (bitmap_parselist: in A..B take the first USED ids of every GROUP ids).
+_ELEMENT = re.compile(r"\s*(\d+)(?:\s*-\s*(\d+)(?::(\d+)/(\d+))?)?\s*", re.ASCII)
+
 
 def _parse(text: str) -> int:
     stripped = text.strip()
@@ -25,27 +30,25 @@ def _parse(text: str) -> int:
         return 0
     spans: list[tuple[int, int]] = []
     for part in stripped.split(","):
-        item = part.strip()
-        if not item:
-            raise CPUSetError(f"invalid cpu list {text!r}: empty element")
-        lo_text, sep, hi_text = item.partition("-")
-        try:
-            lo = int(lo_text, 10)
-            hi = int(hi_text, 10) if sep else lo
-        except ValueError:
-            raise CPUSetError(f"invalid cpu list {text!r}: bad element {item!r}") from None
-        if (
-            lo < 0
-            or hi < 0
-            or not lo_text.strip().isdigit()
-            or (sep and not hi_text.strip().isdigit())
-        ):
-            raise CPUSetError(f"invalid cpu list {text!r}: bad element {item!r}")
+        match = _ELEMENT.fullmatch(part)
+        if match is None:
+            what = "empty element" if not part.strip() else f"bad element {part.strip()!r}"
+            raise CPUSetError(f"invalid cpu list {text!r}: {what}")
+        lo_text, hi_text, used_text, group_text = match.groups()
+        lo = int(lo_text)
+        hi = int(hi_text) if hi_text is not None else lo
         if hi < lo:
-            raise CPUSetError(f"invalid cpu list {text!r}: reversed range {item!r}")
+            raise CPUSetError(f"invalid cpu list {text!r}: reversed range {part.strip()!r}")
         if hi >= _MAX_ID:
             raise CPUSetError(f"invalid cpu list {text!r}: id {hi} too large")
-        spans.append((lo, hi))
+        if group_text is None:
+            spans.append((lo, hi))
+            continue
+        used, group = int(used_text), int(group_text)
+        if used == 0 or group == 0 or used > group:
+            raise CPUSetError(f"invalid cpu list {text!r}: bad group {part.strip()!r}")
+        for start in range(lo, hi + 1, group):
+            spans.append((start, min(start + used - 1, hi)))
     return _bits_of_spans(spans)
 
 
@@ -92,10 +95,12 @@ class CPUSet:
 
     @classmethod
     def of(cls, *ids: int) -> CPUSet:
+        """The set of the given ids."""
         return cls.from_ids(ids)
 
     @classmethod
     def from_ids(cls, ids: Iterable[int]) -> CPUSet:
+        """The set of ids from any iterable; negative ids raise :class:`CPUSetError`."""
         spans = []
         for i in ids:
             if i < 0:
@@ -202,9 +207,11 @@ class CPUSet:
         return self.bits != other.bits and self.issuperset(other)
 
     def add(self, *ids: int) -> CPUSet:
+        """A new set with ``ids`` added."""
         return self | CPUSet.from_ids(ids)
 
     def remove(self, *ids: int) -> CPUSet:
+        """A new set without ``ids`` (absent ids are ignored)."""
         return self - CPUSet.from_ids(ids)
 
     # ---------------------------------------------------------------- helpers
@@ -222,14 +229,11 @@ class CPUSet:
 
     def first(self, n: int) -> CPUSet:
         """The ``n`` smallest ids (all of them if there are fewer)."""
-        bits, out = self.bits, 0
-        for _ in range(n):
-            if not bits:
-                break
-            low = bits & -bits
-            out |= low
-            bits ^= low
-        return CPUSet(out)
+        if n <= 0:
+            return CPUSet(0)
+        if n >= self.bits.bit_count():
+            return self
+        return CPUSet.from_ids(_ids(self.bits)[:n])
 
 
 EMPTY = CPUSet()

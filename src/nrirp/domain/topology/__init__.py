@@ -1,5 +1,6 @@
 """Hardware topology model."""
 
+from nrirp.domain.topology.memory import classify_memory_types
 from nrirp.domain.topology.model import (
     CPU,
     CacheGroup,
@@ -28,4 +29,5 @@ __all__ = [
     "NumaNode",
     "Package",
     "TopologyError",
+    "classify_memory_types",
 ]

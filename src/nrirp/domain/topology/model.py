@@ -139,6 +139,16 @@ class Machine:
     clusters: Mapping[tuple[int, int], Cluster]
     cores: Mapping[tuple[int, int], Core]
     online: CPUSet
+    _caches_by_cpu: Mapping[int, tuple[CacheGroup, ...]] = attrs.field(
+        init=False, eq=False, repr=False
+    )
+
+    def __attrs_post_init__(self) -> None:
+        index: dict[int, list[CacheGroup]] = {}
+        for group in self.caches:
+            for cpu_id in group.cpus:
+                index.setdefault(cpu_id, []).append(group)
+        object.__setattr__(self, "_caches_by_cpu", {k: tuple(v) for k, v in index.items()})
 
     @classmethod
     def build(
@@ -164,6 +174,16 @@ class Machine:
                 raise TopologyError(f"node {n.id} lists cpus {extra} that are not online")
         if not isolated.issubset(online):
             raise TopologyError(f"isolated cpus {isolated - online} are not online")
+        for n in node_map.values():
+            unknown = sorted(set(n.distances) - set(node_map))
+            if unknown:
+                raise TopologyError(f"node {n.id} has distances to unknown nodes {unknown}")
+        for g in caches:
+            if not g.cpus.issubset(online):
+                raise TopologyError(
+                    f"L{g.level} {g.type.value} cache {g.id} lists cpus {g.cpus - online} "
+                    "that are not online"
+                )
 
         pkg_bits: dict[int, int] = {}
         die_bits: dict[tuple[int, int], int] = {}
@@ -177,6 +197,11 @@ class Machine:
             die_bits[dkey] = die_bits.get(dkey, 0) | bit
             ckey = (c.package_id, c.cluster_id)
             prev = cluster_bits.get(ckey, (c.die_id, 0))
+            if prev[0] != c.die_id:
+                raise TopologyError(
+                    f"cluster {c.cluster_id} of package {c.package_id} spans dies "
+                    f"{prev[0]} and {c.die_id}"
+                )
             cluster_bits[ckey] = (prev[0], prev[1] | bit)
             key = (c.package_id, c.core_id)
             core_bits[key] = core_bits.get(key, 0) | bit
@@ -260,7 +285,17 @@ class Machine:
         raise KeyError((level, type.value, cache_id))
 
     def caches_of_cpu(self, cpu_id: int) -> tuple[CacheGroup, ...]:
-        return tuple(g for g in self.caches if cpu_id in g.cpus)
+        """Every cache group ``cpu_id`` belongs to, in level order."""
+        return self._caches_by_cpu.get(cpu_id, ())
+
+    def cache_of(
+        self, cpu_id: int, level: int, type: CacheType = CacheType.UNIFIED
+    ) -> CacheGroup | None:
+        """The cache of the given level and type that ``cpu_id`` uses, if the machine has one."""
+        for g in self._caches_by_cpu.get(cpu_id, ()):
+            if g.level == level and g.type is type:
+                return g
+        return None
 
     def cache_groups(
         self, level: int, type: CacheType = CacheType.UNIFIED
@@ -275,6 +310,14 @@ class Machine:
     def core_of(self, cpu_id: int) -> Core:
         c = self.cpus[cpu_id]
         return self.cores[(c.package_id, c.core_id)]
+
+    def die_of(self, cpu_id: int) -> Die:
+        c = self.cpus[cpu_id]
+        return self.dies[(c.package_id, c.die_id)]
+
+    def cluster_of(self, cpu_id: int) -> Cluster:
+        c = self.cpus[cpu_id]
+        return self.clusters[(c.package_id, c.cluster_id)]
 
     def package_of(self, cpu_id: int) -> int:
         return self.cpus[cpu_id].package_id
@@ -323,6 +366,14 @@ class Machine:
         if d is None:
             return 10 if a == b else 20
         return d
+
+    def distance_matrix(self) -> dict[int, dict[int, int]]:
+        """``matrix[a][b]``: distance from node ``a`` to ``b`` as read (may be asymmetric)."""
+        return {a: {b: self.distance(a, b) for b in self.nodes} for a in self.nodes}
+
+    def closest_cpu_nodes(self) -> dict[int, int]:
+        """For every memory-only node, the CPU-bearing node closest to it."""
+        return {n: self.closest_cpu_node(n) for n in self.nodes if not self.nodes[n].cpus}
 
     def nodes_by_distance(self, node_id: int) -> list[int]:
         """All nodes ordered by distance from ``node_id`` (itself first), ties by id."""

@@ -1,0 +1,106 @@
+"""Per-CPU records from ``cpuN/topology``, ``cpuN/cpufreq`` and the hybrid PMU cpu lists."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from nrirp.adapters.sysfs.files import SysfsFiles
+from nrirp.domain.cpuset import EMPTY, CPUSet
+from nrirp.domain.ports.hardware import HardwareDiscoveryError
+from nrirp.domain.topology import CPU, CoreType
+
+CPU_DIR = "/devices/system/cpu"
+EFFICIENT_CPUS = "/devices/cpu_atom/cpus"
+PERFORMANCE_CPUS = "/devices/cpu_core/cpus"
+
+
+def read_online(files: SysfsFiles) -> CPUSet:
+    """Online CPUs (falls back to ``present`` on trees without ``online``)."""
+    for name in ("online", "present"):
+        found = files.read_cpuset(f"{CPU_DIR}/{name}")
+        if found is not None:
+            if not found:
+                raise files.error(f"{CPU_DIR}/{name}", "no CPUs listed", str(found))
+            return found
+    raise HardwareDiscoveryError(f"{files.path(CPU_DIR)}: neither 'online' nor 'present' exists")
+
+
+def read_isolated(files: SysfsFiles, online: CPUSet) -> CPUSet:
+    """Kernel-isolated CPUs that are online (``isolcpus=`` may name absent CPUs)."""
+    found = files.read_cpuset(f"{CPU_DIR}/isolated")
+    return EMPTY if found is None else found & online
+
+
+def read_efficient(files: SysfsFiles, online: CPUSet) -> CPUSet:
+    """E-cores of a hybrid part: the CPUs of the ``cpu_atom`` PMU, if there is one."""
+    found = files.read_cpuset(EFFICIENT_CPUS)
+    return EMPTY if found is None else found & online
+
+
+def read_cpus(
+    files: SysfsFiles, online: CPUSet, node_of: Mapping[int, int], efficient: CPUSet
+) -> list[CPU]:
+    """One record per online CPU.
+
+    The topology ids are read once per physical core: thread siblings share package, die,
+    cluster and core by definition. Missing ``die_id``/``cluster_id`` (older kernels, other
+    architectures) or the value -1 mean one die per package and one cluster per die.
+    """
+    cpus: list[CPU] = []
+    done = 0
+    for cpu in online:
+        if done >> cpu & 1:
+            continue
+        topo = f"{CPU_DIR}/cpu{cpu}/topology/"
+        siblings = _siblings(files, topo, cpu, online)
+        package_id = max(_required_int(files, topo + "physical_package_id"), 0)
+        core_id = _required_int(files, topo + "core_id")
+        die_id = files.read_int(topo + "die_id")
+        die_id = 0 if die_id is None or die_id < 0 else die_id
+        cluster_id = files.read_int(topo + "cluster_id")
+        cluster_id = die_id if cluster_id is None or cluster_id < 0 else cluster_id
+        for sibling in siblings:
+            done |= 1 << sibling
+            base_khz, max_khz, epp = _frequencies(files, sibling)
+            cpus.append(
+                CPU(
+                    id=sibling,
+                    package_id=package_id,
+                    die_id=die_id,
+                    cluster_id=cluster_id,
+                    core_id=core_id,
+                    node_id=node_of[sibling],
+                    core_type=CoreType.EFFICIENT if sibling in efficient else CoreType.PERFORMANCE,
+                    base_frequency_khz=base_khz,
+                    max_frequency_khz=max_khz,
+                    epp=epp,
+                )
+            )
+    return cpus
+
+
+def _siblings(files: SysfsFiles, topo: str, cpu: int, online: CPUSet) -> CPUSet:
+    for name in ("thread_siblings_list", "core_cpus_list"):
+        text = files.read(topo + name)
+        if text is not None:
+            siblings = files.cpuset(topo + name, text) & online
+            if cpu not in siblings:
+                raise files.error(topo + name, f"does not list cpu {cpu} itself", text)
+            return siblings
+    return CPUSet.of(cpu)
+
+
+def _required_int(files: SysfsFiles, rel: str) -> int:
+    return files.integer(rel, files.require(rel))
+
+
+def _frequencies(files: SysfsFiles, cpu: int) -> tuple[int | None, int | None, str | None]:
+    freq = f"{CPU_DIR}/cpu{cpu}/cpufreq/"
+    base_khz = files.read_int(freq + "base_frequency")
+    max_khz = files.read_int(freq + "cpuinfo_max_freq")
+    epp = files.read(freq + "energy_performance_preference")
+    for name, value in (("base_frequency", base_khz), ("cpuinfo_max_freq", max_khz)):
+        if value is not None and value <= 0:
+            raise files.error(freq + name, "frequency must be positive", str(value))
+    epp = None if epp is None or not epp.strip() else epp.strip()
+    return base_khz, max_khz, epp
