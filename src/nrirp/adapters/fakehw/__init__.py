@@ -1,0 +1,47 @@
+"""Fake machines: specs (YAML), a sysfs tree writer, a catalogue and a discovery adapter."""
+
+from nrirp.adapters.fakehw.catalogue import (
+    UnknownMachineError,
+    load_machine,
+    load_machine_or_file,
+    machine_names,
+)
+from nrirp.adapters.fakehw.discovery import FakeHardwareDiscovery
+from nrirp.adapters.fakehw.expected import machine_of
+from nrirp.adapters.fakehw.layout import Layout, resolve
+from nrirp.adapters.fakehw.loading import (
+    MachineSpecError,
+    spec_from_data,
+    spec_from_file,
+    spec_from_yaml,
+    spec_to_data,
+)
+from nrirp.adapters.fakehw.spec import MachineSpec
+from nrirp.adapters.fakehw.writer import SysfsTreeError, write_sysfs
+from nrirp.domain.topology import Machine
+
+
+def expected_machine(spec: MachineSpec) -> Machine:
+    """The machine ``spec`` describes, built without sysfs (the oracle for discovery)."""
+    return machine_of(resolve(spec, f"machine {spec.name}"))
+
+
+__all__ = [
+    "FakeHardwareDiscovery",
+    "Layout",
+    "MachineSpec",
+    "MachineSpecError",
+    "SysfsTreeError",
+    "UnknownMachineError",
+    "expected_machine",
+    "load_machine",
+    "load_machine_or_file",
+    "machine_names",
+    "machine_of",
+    "resolve",
+    "spec_from_data",
+    "spec_from_file",
+    "spec_from_yaml",
+    "spec_to_data",
+    "write_sysfs",
+]

@@ -1,0 +1,1 @@
+"""Catalogue machine specs (YAML files named after the machine)."""
