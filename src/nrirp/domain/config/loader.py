@@ -1,0 +1,152 @@
+"""``load_policy_config``: text or data in, one complete valid :class:`PolicyConfig` out, or one
+:class:`ConfigError` listing every problem. Pure: the caller reads files."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from nrirp.domain.config.agent import AgentConfig
+from nrirp.domain.config.control import ControlConfig
+from nrirp.domain.config.converter import structure, unstructure
+from nrirp.domain.config.document import (
+    API_VERSION,
+    YAMLSyntaxError,
+    is_custom_resource,
+    parse_text,
+    unwrap_custom_resource,
+)
+from nrirp.domain.config.errors import ROOT, ConfigError, ConfigProblem, Issue, Path, format_path
+from nrirp.domain.config.instrumentation import InstrumentationConfig
+from nrirp.domain.config.log import LogConfig
+from nrirp.domain.config.registry import (
+    COMMON_BLOCK_KEYS,
+    registered_policies,
+    spec_registration,
+)
+
+_COMMON_BLOCKS: dict[str, type] = {
+    "control": ControlConfig,
+    "log": LogConfig,
+    "instrumentation": InstrumentationConfig,
+    "agent": AgentConfig,
+}
+assert tuple(_COMMON_BLOCKS) == COMMON_BLOCK_KEYS
+
+
+@attrs.frozen(kw_only=True)
+class PolicyConfig:
+    """A complete, valid configuration of one policy: its typed ``spec`` and the common blocks
+    (which live inside the spec in documents, as in the reference's custom resources).
+
+    ``spec`` is an instance of the spec class registered for ``policy``
+    (:class:`TopologyAwarePolicySpec`, :class:`BalloonsPolicySpec`, ...)."""
+
+    policy: str
+    spec: Any
+    control: ControlConfig = attrs.field(factory=ControlConfig)
+    log: LogConfig = attrs.field(factory=LogConfig)
+    instrumentation: InstrumentationConfig = attrs.field(factory=InstrumentationConfig)
+    agent: AgentConfig = attrs.field(factory=AgentConfig)
+
+
+def _problems(issues: list[Issue]) -> list[ConfigProblem]:
+    return [ConfigProblem(format_path(path), message) for path, message in issues]
+
+
+def _fail(policy: str, issues: list[Issue]) -> ConfigError:
+    return ConfigError(_problems(issues), subject=f"{policy} policy configuration")
+
+
+def _in_document_order(issues: list[Issue], spec: Mapping[Any, Any], prefix: Path) -> list[Issue]:
+    """Sort issues by where their top-level key appears in the spec (stable otherwise)."""
+    order = {key: index for index, key in enumerate(spec)}
+    depth = len(prefix)
+
+    def position(issue: Issue) -> int:
+        path = issue[0]
+        if path[:depth] != prefix or len(path) <= depth:
+            return -1
+        return order.get(path[depth], len(order))
+
+    return sorted(issues, key=position)
+
+
+def load_policy_config(policy: str, source: str | Mapping[str, Any]) -> PolicyConfig:
+    """Load the config of ``policy`` from YAML/JSON text or parsed data, given either as the
+    bare spec or as a whole ``config.nri/v1alpha1`` custom-resource document.
+
+    Raises :class:`ConfigError` listing every problem (path and bad value); never returns a
+    partial config."""
+    registration = spec_registration(policy)
+    if registration is None:
+        known = ", ".join(repr(p) for p in registered_policies())
+        raise ConfigError(
+            [ConfigProblem(ROOT, f"unknown policy {policy!r} (known: {known})")],
+            subject="policy configuration",
+        )
+    data: Any = source
+    if isinstance(source, str):
+        try:
+            data = parse_text(source)
+        except YAMLSyntaxError as err:
+            raise _fail(policy, [((), str(err))]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise _fail(policy, [((), f"expected a mapping, got {type(data).__name__}")])
+
+    issues: list[Issue] = []
+    prefix: Path = ()
+    spec_data: Any = data
+    if is_custom_resource(data):
+        spec_data, prefix, issues = unwrap_custom_resource(data, registration.kind, policy)
+        if registration.kind is None:
+            raise _fail(policy, issues)
+    if not isinstance(spec_data, Mapping):
+        raise _fail(policy, [*issues, (prefix, "expected a mapping")])
+
+    common_data = {k: v for k, v in spec_data.items() if k in _COMMON_BLOCKS}
+    own_data = {k: v for k, v in spec_data.items() if k not in _COMMON_BLOCKS}
+    spec, spec_issues = structure(own_data, registration.spec_class)
+    issues += [((*prefix, *path), message) for path, message in spec_issues]
+    blocks: dict[str, Any] = {}
+    for key, block_class in _COMMON_BLOCKS.items():
+        raw = common_data.get(key)
+        block, block_issues = structure({} if raw is None else raw, block_class)
+        blocks[key] = block
+        issues += [((*prefix, key, *path), message) for path, message in block_issues]
+    cross_check = getattr(spec, "cross_check", None)
+    if spec is not None and blocks["control"] is not None and cross_check is not None:
+        issues += [((*prefix, *path), message) for path, message in cross_check(blocks["control"])]
+    if issues:
+        raise _fail(policy, _in_document_order(issues, spec_data, prefix))
+    return PolicyConfig(policy=policy, spec=spec, **blocks)
+
+
+def unstructure_policy_config(
+    config: PolicyConfig, *, as_document: bool = False, name: str = "default"
+) -> dict[str, Any]:
+    """The config as plain data with the reference's key names: the bare spec (common blocks
+    inside it), or with ``as_document`` a whole custom resource named ``name``.
+    ``load_policy_config(config.policy, unstructure_policy_config(config)) == config``."""
+    spec: dict[str, Any] = unstructure(config.spec, type(config.spec))
+    for key in _COMMON_BLOCKS:
+        spec[key] = unstructure(getattr(config, key))
+    if not as_document:
+        return spec
+    registration = spec_registration(config.policy)
+    if registration is None or registration.kind is None:
+        raise ValueError(f"policy {config.policy!r} has no custom resource kind")
+    return {
+        "apiVersion": API_VERSION,
+        "kind": registration.kind,
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+dump_policy_config = unstructure_policy_config
+"""Alias of :func:`unstructure_policy_config`."""
