@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from nrirp.adapters.sysfs.caches import read_caches
@@ -32,6 +33,8 @@ class SysfsDiscovery:
         self.memory_types = dict(memory_types or {})
 
     def discover(self) -> Machine:
+        if not os.path.isdir(self.root):
+            raise HardwareDiscoveryError(f"{self.root}: no such directory (sysfs root)")
         files = SysfsFiles(self.root)
         online = read_online(files)
         nodes = read_nodes(files, online)

@@ -1,0 +1,1 @@
+"""Helpers shared by several commands (not commands themselves)."""

@@ -1,0 +1,64 @@
+"""Choosing the hardware a command works on: the real ``/sys``, another sysfs tree, or a fake.
+
+Commands that need a machine (``hardware``, and later ``run`` and ``simulate``) share these
+options: ``--sysfs-root DIR`` | ``--machine NAME|FILE``, plus ``--memory-type NODE=TYPE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from nrirp.domain.ports.hardware import HardwareDiscovery
+from nrirp.domain.topology import MemoryType
+
+
+def parse_memory_type(text: str) -> tuple[int, MemoryType]:
+    """``NODE=TYPE`` (e.g. ``4=pmem``) for ``--memory-type``."""
+    node, sep, kind = text.partition("=")
+    types = {t.value: t for t in MemoryType}
+    if not sep or not node.strip().isdigit() or kind.strip().lower() not in types:
+        raise argparse.ArgumentTypeError(
+            f"expected NODE=TYPE with TYPE one of {', '.join(types)}, got {text!r}"
+        )
+    return int(node), types[kind.strip().lower()]
+
+
+def add_hardware_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--sysfs-root``/``--machine`` (mutually exclusive) and ``--memory-type``."""
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--sysfs-root",
+        metavar="DIR",
+        help="read the hardware from the sysfs tree at DIR (default: /sys)",
+    )
+    source.add_argument(
+        "--machine",
+        metavar="NAME|FILE",
+        help="use a fake machine: a catalogue name (see --list-machines) or a spec file",
+    )
+    parser.add_argument(
+        "--memory-type",
+        metavar="NODE=TYPE",
+        action="append",
+        type=parse_memory_type,
+        default=[],
+        help="set a NUMA node's memory type (dram, pmem, hbm), overriding the size rule; "
+        "repeatable",
+    )
+
+
+def hardware_from_args(args: argparse.Namespace) -> tuple[HardwareDiscovery, str]:
+    """The discovery adapter the options select, and a short description of the source.
+
+    Raises MachineSpecError / UnknownMachineError for a bad ``--machine``.
+    """
+    overrides = dict(args.memory_type)
+    if args.machine is not None:
+        from nrirp.adapters.fakehw import FakeHardwareDiscovery, load_machine_or_file
+
+        spec = load_machine_or_file(args.machine)
+        return FakeHardwareDiscovery(spec, overrides), f"fake machine {spec.name}"
+    from nrirp.adapters.sysfs import SysfsDiscovery
+
+    root = args.sysfs_root or "/sys"
+    return SysfsDiscovery(root, overrides), f"sysfs at {root}"
