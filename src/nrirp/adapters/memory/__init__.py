@@ -1,0 +1,17 @@
+"""In-memory adapters for the domain ports: for tests, the simulator and embedders."""
+
+from nrirp.adapters.memory.clock import FakeClock
+from nrirp.adapters.memory.decisions import RecordingDecisionLog, RecordingMetrics
+from nrirp.adapters.memory.host_control import HostCall, InMemoryHostControl
+from nrirp.adapters.memory.runtime_updates import RecordingRuntimeUpdates
+from nrirp.adapters.memory.state_store import InMemoryStateStore
+
+__all__ = [
+    "FakeClock",
+    "HostCall",
+    "InMemoryHostControl",
+    "InMemoryStateStore",
+    "RecordingDecisionLog",
+    "RecordingMetrics",
+    "RecordingRuntimeUpdates",
+]

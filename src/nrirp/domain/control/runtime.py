@@ -1,0 +1,61 @@
+"""The runtime controller: pending changes become the create-time adjustment or updates."""
+
+from __future__ import annotations
+
+from nrirp.domain.control.controller import ControlContext
+from nrirp.domain.model import RUNTIME_CONTROLLER, Adjustment, Container, Update
+
+
+class RuntimeController:
+    """Delivers what the runtime can carry (NRI ContainerAdjustment / ContainerUpdate)."""
+
+    name = RUNTIME_CONTROLLER
+
+    def pre_create(self, ctx: ControlContext, container: Container) -> bool:
+        pending = container.pending
+        ctx.set_adjustment(
+            Adjustment(
+                container_id=container.id,
+                resources=pending.resources,
+                annotations=pending.annotations,
+                env=pending.env,
+                mounts=pending.mounts,
+                scheduling=pending.scheduling,
+                io_priority=pending.io_priority,
+            )
+        )
+        return True
+
+    def pre_start(self, ctx: ControlContext, container: Container) -> bool:
+        return self._update(ctx, container)
+
+    def post_start(self, ctx: ControlContext, container: Container) -> bool:
+        return self._update(ctx, container)
+
+    def post_update(self, ctx: ControlContext, container: Container) -> bool:
+        return self._update(ctx, container)
+
+    def post_stop(self, ctx: ControlContext, container: Container) -> bool:
+        return True  # nothing to deliver to a stopped container
+
+    def _update(self, ctx: ControlContext, container: Container) -> bool:
+        if RUNTIME_CONTROLLER not in container.pending.controllers:
+            return True
+        if not container.state.holds_resources:
+            return True  # stopped or gone: an update would only fail
+        pending = container.pending
+        if pending.annotations or pending.env or pending.mounts:
+            ctx.notice(
+                self.name,
+                "annotations, env and mounts can only be set at creation; dropped",
+                container.id,
+            )
+        if pending.scheduling is not None or pending.io_priority is not None:
+            ctx.notice(
+                self.name,
+                "scheduling and I/O priority of an existing container need the host controller",
+                container.id,
+            )
+        if not pending.resources.is_empty():
+            ctx.add_update(Update(container.id, pending.resources))
+        return True

@@ -1,0 +1,204 @@
+"""Containers as the cache knows them, with their pending changes."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.model._frozen import frozen_map
+from nrirp.domain.model.changes import (
+    HOST_CONTROLLER,
+    RUNTIME_CONTROLLER,
+    HostChange,
+    IOPriority,
+    Mount,
+    PendingChanges,
+    Scheduling,
+)
+from nrirp.domain.model.requirements import Requirements
+from nrirp.domain.model.resources import LinuxResources
+
+
+class ContainerState(enum.Enum):
+    """NRI container states plus the cache's synthetic ``CREATING`` and ``STALE``."""
+
+    CREATING = "creating"
+    CREATED = "created"
+    PAUSED = "paused"
+    RUNNING = "running"
+    STOPPED = "stopped"
+    UNKNOWN = "unknown"
+    STALE = "stale"
+
+    @property
+    def holds_resources(self) -> bool:
+        """Whether a container in this state has (or is about to have) resources allocated."""
+        return self in _ACTIVE
+
+
+_ACTIVE = frozenset(
+    {ContainerState.CREATING, ContainerState.CREATED, ContainerState.PAUSED, ContainerState.RUNNING}
+)
+
+
+class ContainerChangeError(ValueError):
+    """Raised for a change that cannot be made to a container in its current state."""
+
+
+@attrs.frozen
+class Device:
+    """A device node passed to the container (used for topology hints)."""
+
+    path: str
+    type: str = "c"
+    major: int = 0
+    minor: int = 0
+
+
+@attrs.frozen(hash=False)
+class Container:
+    """A container: identity, metadata, current resources, requirements and pending changes.
+
+    ``resources`` are the container's current settings: what the runtime reported, with every
+    change the policy made on top. ``requirements`` were estimated from the settings the runtime
+    reported at creation or update. Values are immutable; the ``with_*`` methods return a changed
+    copy that records the change as pending for the controller that will deliver it.
+    """
+
+    id: str
+    pod_id: str
+    name: str = ""
+    state: ContainerState = ContainerState.CREATING
+    labels: Mapping[str, str] = attrs.field(factory=dict, converter=frozen_map)
+    annotations: Mapping[str, str] = attrs.field(factory=dict, converter=frozen_map)
+    resources: LinuxResources = attrs.field(factory=LinuxResources)
+    requirements: Requirements = attrs.field(factory=Requirements)
+    oom_score_adj: int | None = None
+    cgroups_path: str = ""
+    mounts: tuple[Mount, ...] = ()
+    devices: tuple[Device, ...] = ()
+    pid: int | None = None
+    tags: Mapping[str, str] = attrs.field(factory=dict, converter=frozen_map)
+    """Free-form notes a policy keeps on the container (persisted)."""
+    created_at: float | None = None
+    pending: PendingChanges = attrs.field(factory=PendingChanges)
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def cpus(self) -> CPUSet | None:
+        return self.resources.cpus
+
+    @property
+    def mems(self) -> CPUSet | None:
+        return self.resources.mems
+
+    # ------------------------------------------------------------------ changes
+    def with_resources(self, change: LinuxResources) -> Container:
+        """Apply the set fields of ``change``; fields equal to the current value are no-ops."""
+        effective = change.difference(self.resources)
+        if effective.is_empty():
+            return self
+        pending = self.pending
+        return attrs.evolve(
+            self,
+            resources=self.resources.merged(effective),
+            pending=attrs.evolve(
+                pending,
+                resources=pending.resources.merged(effective),
+                controllers=pending.controllers | {RUNTIME_CONTROLLER},
+            ),
+        )
+
+    def with_cpus(self, cpus: CPUSet) -> Container:
+        return self.with_resources(LinuxResources(cpus=cpus))
+
+    def with_mems(self, mems: CPUSet) -> Container:
+        return self.with_resources(LinuxResources(mems=mems))
+
+    def with_creation_extras(
+        self,
+        *,
+        annotations: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        mounts: tuple[Mount, ...] = (),
+    ) -> Container:
+        """Add annotations, environment or mounts; only while the container is being created."""
+        if self.state is not ContainerState.CREATING:
+            raise ContainerChangeError(
+                f"container {self.name or self.id}: annotations, env and mounts can only be "
+                f"set at creation (state is {self.state.value})"
+            )
+        pending = self.pending
+        by_destination = {m.destination: m for m in pending.mounts}
+        by_destination.update({m.destination: m for m in mounts})
+        return attrs.evolve(
+            self,
+            pending=attrs.evolve(
+                pending,
+                annotations={**pending.annotations, **(annotations or {})},
+                env={**pending.env, **(env or {})},
+                mounts=tuple(by_destination.values()),
+                controllers=pending.controllers | {RUNTIME_CONTROLLER},
+            ),
+        )
+
+    def with_scheduling(
+        self, scheduling: Scheduling | None = None, io_priority: IOPriority | None = None
+    ) -> Container:
+        """Set scheduling / I/O priority: by the runtime at creation, by the host afterwards."""
+        pending = self.pending
+        if self.state is ContainerState.CREATING:
+            pending = attrs.evolve(
+                pending,
+                scheduling=scheduling if scheduling is not None else pending.scheduling,
+                io_priority=io_priority if io_priority is not None else pending.io_priority,
+                controllers=pending.controllers | {RUNTIME_CONTROLLER},
+            )
+            return attrs.evolve(self, pending=pending)
+        return self.with_host_change(HostChange(scheduling=scheduling, io_priority=io_priority))
+
+    def with_host_change(self, change: HostChange) -> Container:
+        """Record settings for the host controller (cgroup files, CPU class, ...)."""
+        if change.is_empty():
+            return self
+        pending = self.pending
+        return attrs.evolve(
+            self,
+            pending=attrs.evolve(
+                pending,
+                host=pending.host.merged(change),
+                controllers=pending.controllers | {HOST_CONTROLLER},
+            ),
+        )
+
+    def with_tags(self, **tags: str) -> Container:
+        return attrs.evolve(self, tags={**self.tags, **tags})
+
+    def without_pending(self, controller: str) -> Container:
+        """Forget what ``controller`` had to deliver (it has acted)."""
+        pending = self.pending
+        if controller not in pending.controllers:
+            return self
+        controllers = pending.controllers - {controller}
+        if not controllers:
+            return attrs.evolve(self, pending=PendingChanges())
+        changes: dict[str, Any] = {"controllers": controllers}
+        if controller == RUNTIME_CONTROLLER:
+            changes.update(
+                resources=LinuxResources(),
+                annotations={},
+                env={},
+                mounts=(),
+                scheduling=None,
+                io_priority=None,
+            )
+        elif controller == HOST_CONTROLLER:
+            changes["host"] = HostChange()
+        return attrs.evolve(self, pending=attrs.evolve(pending, **changes))
+
+    def with_state(self, state: ContainerState) -> Container:
+        return self if state is self.state else attrs.evolve(self, state=state)

@@ -1,0 +1,16 @@
+"""Built-in policies and the default registry."""
+
+from nrirp.domain.policies.none import NonePolicy
+from nrirp.domain.policies.template import TemplatePolicy
+from nrirp.domain.policy import PolicyRegistry
+
+
+def builtin_registry() -> PolicyRegistry:
+    """A registry with the built-in policies (more are added as they are written)."""
+    registry = PolicyRegistry()
+    registry.register(TemplatePolicy.name, TemplatePolicy, TemplatePolicy.description)
+    registry.register(NonePolicy.name, NonePolicy, NonePolicy.description)
+    return registry
+
+
+__all__ = ["NonePolicy", "TemplatePolicy", "builtin_registry"]

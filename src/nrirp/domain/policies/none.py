@@ -1,0 +1,55 @@
+"""The ``none`` policy: tracks containers, decides nothing, takes no configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from nrirp.domain.config import PolicyConfig
+from nrirp.domain.model import Container, LinuxResources
+from nrirp.domain.policy import MetricSample, PolicyContext, PolicyError, PolicyEvent, TopologyZone
+
+
+class NonePolicy:
+    """Leaves every container as the runtime created it."""
+
+    name: ClassVar[str] = "none"
+    description: ClassVar[str] = "Leaves container resources untouched."
+    config_type: ClassVar[type[Any] | None] = None
+
+    def start(self, ctx: PolicyContext, config: PolicyConfig | None) -> None:
+        self._check(config)
+
+    def reconfigure(self, config: PolicyConfig) -> None:
+        self._check(config)
+
+    def sync(self, added: Sequence[Container], removed: Sequence[Container]) -> None:
+        pass
+
+    def allocate(self, container: Container) -> None:
+        pass
+
+    def release(self, container: Container) -> None:
+        pass
+
+    def update(self, container: Container, resources: LinuxResources) -> None:
+        pass
+
+    def handle_event(self, event: PolicyEvent) -> None:
+        pass
+
+    def topology_zones(self) -> Sequence[TopologyZone]:
+        return ()
+
+    def metrics(self) -> Sequence[MetricSample]:
+        return ()
+
+    def describe(self) -> Mapping[str, Any]:
+        return {"policy": self.name}
+
+    def export_state(self) -> Any:
+        return None
+
+    def _check(self, config: PolicyConfig | None) -> None:
+        if config is not None and config.policy != self.name:
+            raise PolicyError(f"none policy cannot use a {config.policy!r} configuration")

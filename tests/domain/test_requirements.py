@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from nrirp.domain.model import (
+    LinuxResources,
+    QOSClass,
+    Requirements,
+    burstable_memory_request,
+    cpu_limit_millis,
+    estimate_requirements,
+    millis_from_shares,
+    quota_from_millis,
+    shares_from_millis,
+)
+
+GiB = 1 << 30
+
+
+def kubelet_shares(millis: int) -> int:
+    """kubelet's MilliCPUToShares, written out independently."""
+    if millis == 0:
+        return 2
+    shares = millis * 1024 // 1000
+    return 2 if shares < 2 else shares
+
+
+def kubelet_burstable_oom_score_adj(request: int, capacity: int) -> int:
+    adj = 1000 - (1000 * request) // capacity
+    if adj < 3:
+        return 3
+    if adj == 1000:
+        return 999
+    return adj
+
+
+@given(st.integers(min_value=0, max_value=1_000_000))
+def test_shares_inverse_of_kubelet(millis: int) -> None:
+    shares = kubelet_shares(millis)
+    assert shares_from_millis(millis) == shares
+    # kubelet maps 0m..2m to the minimum 2 shares: those read back as "nothing requested"
+    assert millis_from_shares(shares) == (millis if millis > 2 else 0)
+
+
+def test_shares_examples() -> None:
+    assert millis_from_shares(1024) == 1000
+    assert millis_from_shares(512) == 500
+    assert millis_from_shares(102) == 100
+    assert millis_from_shares(2) == 0
+
+
+@given(
+    st.integers(min_value=10, max_value=1_000_000),
+    st.sampled_from([1_000, 10_000, 50_000, 100_000, 250_000, 1_000_000]),
+)
+def test_cpu_limit_inverse_of_kubelet_quota(millis: int, period: int) -> None:
+    assume(millis * period // 1000 >= 1000)  # below that kubelet clamps the quota to 1000us
+    quota = quota_from_millis(millis, period)
+    assert cpu_limit_millis(quota, period) == millis
+
+
+def test_cpu_limit_unlimited() -> None:
+    assert cpu_limit_millis(None, None) is None
+    assert cpu_limit_millis(-1, 100_000) is None
+    assert cpu_limit_millis(0, 100_000) is None
+    assert cpu_limit_millis(50_000, None) == 500  # default period
+
+
+@given(
+    st.integers(min_value=1 << 20, max_value=1 << 42),
+    st.floats(min_value=0.0, max_value=1.0),
+)
+def test_burstable_memory_request_inverts_oom_score(capacity: int, fraction: float) -> None:
+    request = int(capacity * fraction)
+    adj = kubelet_burstable_oom_score_adj(request, capacity)
+    estimate = burstable_memory_request(adj, capacity)
+    assert estimate <= request
+    assert kubelet_burstable_oom_score_adj(estimate, capacity) == adj
+
+
+def test_estimate_guaranteed() -> None:
+    res = LinuxResources(cpu_shares=2048, cpu_quota=200_000, cpu_period=100_000, memory_limit=GiB)
+    assert estimate_requirements(res, QOSClass.GUARANTEED) == Requirements(2000, 2000, GiB, GiB)
+
+
+def test_estimate_burstable_from_oom_score() -> None:
+    res = LinuxResources(cpu_shares=256, memory_limit=8 * GiB)
+    capacity = 16 * GiB
+    adj = kubelet_burstable_oom_score_adj(2 * GiB, capacity)  # 875
+    req = estimate_requirements(
+        res, QOSClass.BURSTABLE, oom_score_adj=adj, memory_capacity=capacity
+    )
+    assert req.cpu_request == 250
+    assert req.cpu_limit is None
+    assert req.memory_limit == 8 * GiB
+    assert req.memory_request == 2 * GiB
+
+
+def test_estimate_burstable_request_capped_by_limit() -> None:
+    res = LinuxResources(cpu_shares=256, memory_limit=GiB)
+    req = estimate_requirements(res, QOSClass.BURSTABLE, oom_score_adj=3, memory_capacity=16 * GiB)
+    assert req.memory_request == GiB
+
+
+def test_estimate_without_oom_score_or_besteffort() -> None:
+    res = LinuxResources(cpu_shares=256, memory_limit=GiB)
+    assert estimate_requirements(res, QOSClass.BURSTABLE).memory_request == 0
+    be = estimate_requirements(LinuxResources(cpu_shares=2), QOSClass.BESTEFFORT)
+    assert be == Requirements(0, None, 0, None)

@@ -1,0 +1,222 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nrirp.domain.cache import (
+    Cache,
+    Snapshot,
+    SnapshotError,
+    structure_snapshot,
+    unstructure_snapshot,
+)
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.model import (
+    Container,
+    ContainerState,
+    Device,
+    HostChange,
+    IOPriority,
+    IOPriorityClass,
+    LinuxResources,
+    Mount,
+    PendingChanges,
+    Pod,
+    QOSClass,
+    Requirements,
+    Scheduling,
+    SchedulingPolicy,
+)
+
+ids = st.text(alphabet="abcdef0123456789-", min_size=1, max_size=12)
+names = st.text(min_size=0, max_size=8)
+str_maps = st.dictionaries(st.text(max_size=6), st.text(max_size=6), max_size=3)
+small = st.integers(min_value=0, max_value=1 << 40)
+cpusets = st.frozensets(st.integers(min_value=0, max_value=300), max_size=8).map(CPUSet.from_ids)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+resources = st.builds(
+    LinuxResources,
+    cpu_shares=st.none() | small,
+    cpu_quota=st.none() | st.integers(-1, 1 << 30),
+    cpu_period=st.none() | small,
+    cpus=st.none() | cpusets,
+    mems=st.none() | cpusets,
+    memory_limit=st.none() | small,
+    hugepage_limits=st.dictionaries(st.sampled_from(["2MB", "1GB"]), small, max_size=2),
+    rdt_class=st.none() | names,
+    blockio_class=st.none() | names,
+    unified=str_maps,
+    pids_limit=st.none() | small,
+)
+scheduling = st.builds(
+    Scheduling,
+    policy=st.sampled_from(SchedulingPolicy),
+    nice=st.none() | st.integers(-20, 19),
+    flags=st.lists(st.text(max_size=4), max_size=2).map(tuple),
+)
+pending = st.builds(
+    PendingChanges,
+    resources=resources,
+    annotations=str_maps,
+    env=str_maps,
+    mounts=st.lists(st.builds(Mount, names, names), max_size=2).map(tuple),
+    scheduling=st.none() | scheduling,
+    io_priority=st.none() | st.builds(IOPriority, st.sampled_from(IOPriorityClass), small),
+    host=st.builds(HostChange, cgroup=str_maps, cpu_class=st.none() | names),
+    controllers=st.frozensets(st.sampled_from(["runtime", "host", "x"])),
+)
+
+
+@st.composite
+def cache_states(draw: st.DrawFn) -> tuple[list[Pod], list[Container], dict[str, Any]]:
+    pod_ids = draw(st.lists(ids, min_size=0, max_size=4, unique=True))
+    pods = [
+        draw(
+            st.builds(
+                Pod,
+                id=st.just(pid),
+                name=names,
+                namespace=names,
+                labels=str_maps,
+                annotations=str_maps,
+                cgroup_parent=st.sampled_from(["", "/kubepods/burstable/podx"]),
+                resources=st.none() | resources,
+                qos_class=st.none() | st.sampled_from(QOSClass),
+                created_at=st.none() | st.floats(0, 1e10),
+            )
+        )
+        for pid in pod_ids
+    ]
+    containers: list[Container] = []
+    if pods:
+        ctr_ids = draw(st.lists(ids, max_size=6, unique=True))
+        for cid in ctr_ids:
+            containers.append(
+                draw(
+                    st.builds(
+                        Container,
+                        id=st.just(cid),
+                        pod_id=st.sampled_from(pod_ids),
+                        name=names,
+                        state=st.sampled_from(ContainerState),
+                        labels=str_maps,
+                        resources=resources,
+                        requirements=st.builds(Requirements, small, st.none() | small, small),
+                        oom_score_adj=st.none() | st.integers(-1000, 1000),
+                        devices=st.lists(st.builds(Device, names), max_size=2).map(tuple),
+                        tags=str_maps,
+                        pending=pending,
+                    )
+                )
+            )
+    policy_data = draw(st.dictionaries(st.sampled_from(["p", "q"]), json_values, max_size=2))
+    return pods, containers, policy_data
+
+
+@given(cache_states(), st.none() | st.dictionaries(st.text(max_size=4), json_values, max_size=3))
+def test_restore_of_snapshot_is_identity(
+    state: tuple[list[Pod], list[Container], dict[str, Any]], config: dict[str, Any] | None
+) -> None:
+    pods, containers, policy_data = state
+    cache = Cache()
+    cache.replace_all(pods, containers, policy_data)
+    snapshot = Snapshot(
+        version=1,
+        policy="p",
+        pods=tuple(cache.pods()),
+        containers=tuple(cache.containers()),
+        policy_data=cache.all_policy_data(),
+        config=config,
+    )
+    text = json.dumps(unstructure_snapshot(snapshot))  # must be plain JSON
+    restored = structure_snapshot(json.loads(text))
+    assert restored == snapshot
+    again = Cache()
+    again.replace_all(restored.pods, restored.containers, restored.policy_data)
+    assert again.pods() == cache.pods()
+    assert again.containers() == cache.containers()
+    assert again.all_policy_data() == cache.all_policy_data()
+    for pod in pods:
+        assert [c.id for c in again.containers_of(pod.id)] == [
+            c.id for c in cache.containers_of(pod.id)
+        ]
+
+
+def _valid() -> dict[str, Any]:
+    pod = Pod(id="p1", name="web", cgroup_parent="/kubepods/pod1")
+    ctr = Container(id="c1", pod_id="p1", name="app", resources=LinuxResources(cpus=CPUSet.of(1)))
+    return unstructure_snapshot(
+        Snapshot(version=1, policy="template", pods=(pod,), containers=(ctr,))
+    )
+
+
+def test_valid_document_loads() -> None:
+    snap = structure_snapshot(_valid())
+    assert snap.containers[0].cpus == CPUSet.of(1)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda d: d.update(version=2), "unsupported state version 2"),
+        (lambda d: d.pop("version"), "unsupported state version None"),
+        (lambda d: d.update(extra=1), "unknown field(s) extra @ state"),
+        (
+            lambda d: d["containers"][0].update(bogus=1),
+            "unknown field(s) bogus @ state.containers[0]",
+        ),
+        (
+            lambda d: d["containers"][0].update(state="zombie"),
+            "'zombie' is not a valid ContainerState @ state.containers[0].state",
+        ),
+        (
+            lambda d: d["containers"][0]["resources"].update(cpus="3-1"),
+            "reversed range '3-1' @ state.containers[0].resources.cpus",
+        ),
+        (
+            lambda d: d["containers"][0]["resources"].update(cpu_shares="1024"),
+            "invalid value '1024': expected int @ state.containers[0].resources.cpu_shares",
+        ),
+        (
+            lambda d: d["pods"][0]["labels"].update(a=1),
+            "invalid value 1: expected str @ state.pods[0].labels['a']",
+        ),
+        (lambda d: d["pods"][0].pop("id"), "required field missing @ state.pods[0].id"),
+        (
+            lambda d: d["containers"][0].update(pod_id="p9"),
+            "state.containers[0].pod_id: unknown pod 'p9'",
+        ),
+        (lambda d: d["pods"].append(dict(d["pods"][0])), "duplicate pod ids"),
+    ],
+)
+def test_bad_documents_are_refused_with_path_and_value(mutate: Any, expected: str) -> None:
+    doc = _valid()
+    mutate(doc)
+    with pytest.raises(SnapshotError) as info:
+        structure_snapshot(doc)
+    assert expected in str(info.value)
+
+
+def test_all_problems_are_listed() -> None:
+    doc = _valid()
+    doc["containers"][0]["state"] = "zombie"
+    doc["pods"][0]["name"] = 7
+    with pytest.raises(SnapshotError) as info:
+        structure_snapshot(doc)
+    assert len(info.value.problems) == 2
+
+
+def test_not_a_mapping() -> None:
+    with pytest.raises(SnapshotError, match="not a mapping"):
+        structure_snapshot([1, 2])
