@@ -54,9 +54,10 @@ def read_caches(files: SysfsFiles, online_cpus: CPUSet) -> list[CacheGroup]:
 
 
 def _read_group(files: SysfsFiles, prefix: str, shared_text: str, online: CPUSet) -> _Found:
-    level = files.integer(prefix + "level", files.require(prefix + "level"))
+    level_text = files.require(prefix + "level")
+    level = files.integer(prefix + "level", level_text)
     if level < 0:
-        raise files.error(prefix + "level", "negative cache level", str(level))
+        raise files.error(prefix + "level", "negative cache level", level_text)
     type_text = files.require(prefix + "type")
     cache_type = _TYPES.get(type_text.strip())
     if cache_type is None:

@@ -17,10 +17,12 @@ PERFORMANCE_CPUS = "/devices/cpu_core/cpus"
 def read_online(files: SysfsFiles) -> CPUSet:
     """Online CPUs (falls back to ``present`` on trees without ``online``)."""
     for name in ("online", "present"):
-        found = files.read_cpuset(f"{CPU_DIR}/{name}")
-        if found is not None:
+        rel = f"{CPU_DIR}/{name}"
+        text = files.read(rel)
+        if text is not None:
+            found = files.cpuset(rel, text)
             if not found:
-                raise files.error(f"{CPU_DIR}/{name}", "no CPUs listed", str(found))
+                raise files.error(rel, "no CPUs listed", text)
             return found
     raise HardwareDiscoveryError(f"{files.path(CPU_DIR)}: neither 'online' nor 'present' exists")
 
@@ -96,11 +98,16 @@ def _required_int(files: SysfsFiles, rel: str) -> int:
 
 def _frequencies(files: SysfsFiles, cpu: int) -> tuple[int | None, int | None, str | None]:
     freq = f"{CPU_DIR}/cpu{cpu}/cpufreq/"
-    base_khz = files.read_int(freq + "base_frequency")
-    max_khz = files.read_int(freq + "cpuinfo_max_freq")
     epp = files.read(freq + "energy_performance_preference")
-    for name, value in (("base_frequency", base_khz), ("cpuinfo_max_freq", max_khz)):
-        if value is not None and value <= 0:
-            raise files.error(freq + name, "frequency must be positive", str(value))
     epp = None if epp is None or not epp.strip() else epp.strip()
-    return base_khz, max_khz, epp
+    return _khz(files, freq + "base_frequency"), _khz(files, freq + "cpuinfo_max_freq"), epp
+
+
+def _khz(files: SysfsFiles, rel: str) -> int | None:
+    text = files.read(rel)
+    if text is None:
+        return None
+    value = files.integer(rel, text)
+    if value <= 0:
+        raise files.error(rel, "frequency must be positive", text)
+    return value
