@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from nrirp.adapters.memory import InMemoryHostControl, RecordingMetrics
 from nrirp.domain.cpuset import CPUSet
-from nrirp.domain.model import ContainerState, LinuxResources, Update
+from nrirp.domain.model import ContainerState, HostChange, LinuxResources, Update, policy_key
 from nrirp.domain.pipeline import (
     NotStartedError,
     OperationFailedError,
@@ -444,3 +445,78 @@ def test_serialization_no_operations_interleave() -> None:
     assert manager.containers() == [] and manager.pods() == []
     assert policy.free == CPUSet.parse("0-7")
     assert len(policy.events) == 240
+
+
+def test_host_settings_reach_host_control_once_the_container_runs() -> None:
+    host = InMemoryHostControl()
+    rig = make_rig(host=host)
+    pod = make_pod(cgroup_parent="/kubepods/burstable/podq")
+    ctr = make_container(pod, "a", cgroups_path="/kubepods/burstable/podq/a")
+    real = rig.policy.allocate
+
+    def allocate_with_class(container: Any) -> None:
+        real(container)
+        assert rig.policy.ctx is not None
+        rig.policy.ctx.cache.set_host_change(container.id, HostChange(cpu_class="turbo"))
+
+    rig.policy.allocate = allocate_with_class  # type: ignore[method-assign]
+    rig.manager.run_pod(pod)
+    rig.manager.create_container(pod, ctr)
+    rig.manager.post_create(pod, ctr)
+    rig.manager.start_container(pod, ctr)
+    assert host.calls == []
+    rig.manager.post_start(pod, ctr)
+    [call] = host.calls
+    assert call.target.cgroups_path == "/kubepods/burstable/podq/a"
+    assert call.target.cpus == CPUSet.of(0)
+    assert call.change == HostChange(cpu_class="turbo")
+    rig.manager.stop_container(pod, ctr)
+    assert [c.action for c in host.calls] == ["apply", "forget"]
+
+
+def test_bad_annotations_are_reported_without_failing() -> None:
+    rig = make_rig()
+    key = policy_key("prefer-isolated-cpus")
+    pod = make_pod(annotations={f"{key}/container.a": "maybe"})
+    seen: list[bool] = []
+    real = rig.policy.allocate
+
+    def allocate_reading_annotation(container: Any) -> None:
+        assert rig.policy.ctx is not None
+        seen.append(rig.policy.ctx.annotations(container).get_bool(key, default=True))
+        real(container)
+
+    rig.policy.allocate = allocate_reading_annotation  # type: ignore[method-assign]
+    rig.manager.run_pod(pod)
+    result = rig.manager.create_container(pod, make_container(pod, "a"))
+    assert seen == [True]
+    assert result.adjustment.resources.cpus == CPUSet.of(0)
+    [notice] = [n for n in rig.log.notices if n.source == "annotations"]
+    assert f"{key}/container.a" in notice.message and "'maybe'" in notice.message
+
+
+def test_operation_timings_go_to_metrics() -> None:
+    metrics = RecordingMetrics()
+    rig = make_rig(metrics=metrics)
+    pod = make_pod()
+    rig.manager.run_pod(pod)
+    rig.policy.fail_allocate = "full"
+    with pytest.raises(OperationFailedError):
+        rig.manager.create_container(pod, make_container(pod))
+    assert [(op, ok) for op, _, ok in metrics.operations] == [
+        ("start", True),
+        ("run-pod", True),
+        ("create-container", False),
+    ]
+    assert rig.manager.policy_metrics()[0].name == "free_cpus"
+
+
+def test_update_of_an_unknown_container_allocates_it() -> None:
+    rig = make_rig()
+    pod = make_pod()
+    ctr = make_container(pod, "late", state=ContainerState.RUNNING)
+    updates = rig.manager.update_container(pod, ctr, LinuxResources(cpu_shares=1024))
+    assert rig.policy.log[-1] == "policy.allocate late"
+    assert updates == [Update(ctr.id, LinuxResources(cpus=CPUSet.of(0), mems=CPUSet.of(0)))]
+    cached = rig.manager.container(ctr.id)
+    assert cached is not None and cached.requirements.cpu_request == 1000

@@ -189,7 +189,7 @@ def test_valid_document_loads() -> None:
             "invalid value '1024': expected int @ state.containers[0].resources.cpu_shares",
         ),
         (
-            lambda d: d["pods"][0]["labels"].update(a=1),
+            lambda d: d["pods"][0].update(labels={"a": 1}),
             "invalid value 1: expected str @ state.pods[0].labels['a']",
         ),
         (lambda d: d["pods"][0].pop("id"), "required field missing @ state.pods[0].id"),

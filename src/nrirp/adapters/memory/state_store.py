@@ -36,7 +36,7 @@ class InMemoryStateStore:
         if self.fail_saves:
             raise StateStoreError("in-memory store set to fail")
         try:
-            text = json.dumps(snapshot, sort_keys=True)
+            text = json.dumps(snapshot)
         except (TypeError, ValueError) as exc:
             raise StateStoreError(f"state is not JSON-compatible: {exc}") from exc
         with self._lock:

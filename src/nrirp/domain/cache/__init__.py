@@ -3,6 +3,7 @@
 from nrirp.domain.cache.snapshot import (
     SNAPSHOT_VERSION,
     Snapshot,
+    SnapshotEncoder,
     SnapshotError,
     structure_snapshot,
     unstructure_snapshot,
@@ -15,6 +16,7 @@ __all__ = [
     "CacheCheckpoint",
     "CacheError",
     "Snapshot",
+    "SnapshotEncoder",
     "SnapshotError",
     "structure_snapshot",
     "unstructure_snapshot",

@@ -70,7 +70,8 @@ def _is_set_type(type_: Any) -> bool:
 
 
 def _make_converter() -> cattrs.Converter:
-    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+    # fields at their default are left out: smaller state, and structuring fills them back in
+    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True, omit_if_default=True)
     conv.register_structure_hook(int, _strict(int))
     conv.register_structure_hook(str, _strict(str))
     conv.register_structure_hook(bool, _strict(bool))
@@ -87,8 +88,43 @@ _CONVERTER = _make_converter()
 
 def unstructure_snapshot(snapshot: Snapshot) -> dict[str, Any]:
     """The snapshot as a JSON-compatible dict."""
-    data: dict[str, Any] = _CONVERTER.unstructure(snapshot)
-    return data
+    return SnapshotEncoder().encode(snapshot)
+
+
+class SnapshotEncoder:
+    """Unstructures snapshots, reusing the output for pods and containers unchanged since the
+    previous call (values are immutable, so an unchanged object is the very same object).
+
+    The returned dicts share those parts between calls: consumers must not modify them.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[object, dict[str, Any]]] = {}
+
+    def encode(self, snapshot: Snapshot) -> dict[str, Any]:
+        memo: dict[int, tuple[object, dict[str, Any]]] = {}
+
+        def part(value: Pod | Container) -> dict[str, Any]:
+            key = id(value)
+            hit = self._memo.get(key)
+            if hit is not None and hit[0] is value:
+                memo[key] = hit
+                return hit[1]
+            data: dict[str, Any] = _CONVERTER.unstructure(value, type(value))
+            memo[key] = (value, data)
+            return data
+
+        pods = [part(p) for p in snapshot.pods]
+        containers = [part(c) for c in snapshot.containers]
+        self._memo = memo
+        return {
+            "version": snapshot.version,
+            "policy": snapshot.policy,
+            "pods": pods,
+            "containers": containers,
+            "policy_data": _CONVERTER.unstructure(snapshot.policy_data),
+            "config": _CONVERTER.unstructure(snapshot.config),
+        }
 
 
 def structure_snapshot(data: Any) -> Snapshot:

@@ -22,13 +22,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
+import attrs
+
 from nrirp.domain.cache import (
     Cache,
     CacheError,
     Snapshot,
+    SnapshotEncoder,
     SnapshotError,
     structure_snapshot,
-    unstructure_snapshot,
 )
 from nrirp.domain.cache.snapshot import SNAPSHOT_VERSION
 from nrirp.domain.config import PolicyConfig
@@ -136,6 +138,7 @@ class ResourceManager:
         self._decisions: list[Decision] = []
         self._decided: set[str] = set()
         self._outbox: list[Update] = []
+        self._encoder = SnapshotEncoder()
         self._operation = ""
         self._started = False
         self._reallocate_survivors = False
@@ -284,16 +287,19 @@ class ResourceManager:
         def body() -> tuple[Update, ...]:
             current = self.cache.container(container.id)
             if current is None:
+                # never seen (missed while disconnected): allocate it like a synced newcomer
                 self._ensure_pod(pod)
                 current = admit_container(
                     self.cache,
-                    container,
+                    attrs.evolve(container, resources=container.resources.merged(resources)),
                     state=container.state,
                     now=self._clock.now(),
                     memory_capacity=self._memory_capacity,
                 )
-            resized = resize_container(self.cache, current, resources, self._memory_capacity)
-            self._policy.update(resized, resources)
+                self._policy.allocate(current)
+            else:
+                resized = resize_container(self.cache, current, resources, self._memory_capacity)
+                self._policy.update(resized, resources)
             return self._enforce("update-container").updates
 
         return list(self._run("update-container", _ctr_label(pod, container), body))
@@ -565,13 +571,8 @@ class ResourceManager:
         self._decisions.clear()
         self._decided.clear()
         self._ctx.take_annotation_problems()
-        self._log.notice(
-            Notice(
-                operation,
-                f"{operation} {subject or ''} failed: {_reason(exc)}".replace("  ", " "),
-                Severity.ERROR,
-            )
-        )
+        what = f"{operation} {subject}" if subject else operation
+        self._log.notice(Notice(operation, f"{what} failed: {_reason(exc)}", Severity.ERROR))
         if self._metrics is not None:
             self._metrics.observe_operation(operation, self._clock.monotonic() - started_at, False)
 
@@ -672,7 +673,7 @@ class ResourceManager:
             config=dict(self._codec.dump(config)) if config is not None else None,
         )
         try:
-            self._store.save(unstructure_snapshot(snapshot))
+            self._store.save(self._encoder.encode(snapshot))
         except StateStoreError as exc:
             self._notify(f"state not saved (will retry): {exc}", Severity.ERROR, None)
             return

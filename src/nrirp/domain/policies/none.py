@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from nrirp.domain.config import PolicyConfig
+from nrirp.domain.config import NonePolicySpec, PolicyConfig
 from nrirp.domain.model import Container, LinuxResources
 from nrirp.domain.policy import MetricSample, PolicyContext, PolicyError, PolicyEvent, TopologyZone
 
@@ -15,7 +15,8 @@ class NonePolicy:
 
     name: ClassVar[str] = "none"
     description: ClassVar[str] = "Leaves container resources untouched."
-    config_type: ClassVar[type[Any] | None] = None
+    config_type: ClassVar[type[Any] | None] = NonePolicySpec
+    """An empty spec: only the common blocks (log, instrumentation, ...) apply."""
 
     def start(self, ctx: PolicyContext, config: PolicyConfig | None) -> None:
         self._check(config)
