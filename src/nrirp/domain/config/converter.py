@@ -4,12 +4,13 @@ Structuring is strict (``"3"`` is not an integer, ``"yes"`` text is not a boolea
 a list), rejects unknown keys, and collects every problem instead of stopping at the first.
 In a mapping for a config class, a ``null`` value means "not set", and so does an empty string
 for an attribute whose default is ``None``.
-Classes may define ``config_problems()`` (cross-field checks, run once the object is built) and
+Classes may define ``config_problems()`` (cross-field rules, run once the object is built) and
 value types may define ``from_config(value)`` / ``to_config()`` for their own text forms.
 """
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import types
 import typing
@@ -27,13 +28,21 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from nrirp.domain.config.errors import InvalidObject, InvalidValue, Issue, Path, quote
+from nrirp.domain.config.errors import (
+    ConflictingKeys,
+    InvalidObject,
+    InvalidValue,
+    Issue,
+    Path,
+    quote,
+)
 from nrirp.domain.config.keys import field_aliases, field_key, key_of
 from nrirp.domain.cpuset import CPUSet, CPUSetError
 
 T = TypeVar("T")
 
 _MAPPING_KEY_NOTE = "Structuring mapping key"
+_RULE_CHECKS = contextvars.ContextVar("nrirp_config_rule_checks", default=True)
 
 
 # ---------------------------------------------------------------------- primitives
@@ -200,10 +209,10 @@ def _attrs_structure_hook(conv: cattrs.Converter, cls: type[T]) -> Callable[[Any
                 continue
             data[key] = item
         if issues:
-            raise InvalidObject(issues)
+            raise ConflictingKeys(issues)
         obj = generated(data, cls)
         check = getattr(obj, "config_problems", None)
-        if check is not None:
+        if check is not None and _RULE_CHECKS.get():
             found = list(check())
             if found:
                 raise InvalidObject(found)
@@ -294,19 +303,54 @@ def issues_of(error: BaseException, path: Path = ()) -> Iterator[Issue]:
                 yield from issues_of(sub, (*path, where.index))
     elif isinstance(error, InvalidValue):
         yield path, error.describe()
-    elif isinstance(error, InvalidObject):
+    elif isinstance(error, InvalidObject):  # rule violations and conflicting keys
         for relative, message in error.issues:
             yield (*path, *relative), message
     else:
         yield path, str(error) or type(error).__name__
 
 
+def rule_issues(value: Any, path: Path = ()) -> Iterator[Issue]:
+    """Every ``config_problems()`` issue in a structured value tree, with full paths."""
+    if attrs.has(type(value)):
+        for field in attrs.fields(type(value)):
+            yield from rule_issues(getattr(value, field.name), (*path, field_key(field)))
+        check = getattr(value, "config_problems", None)
+        if check is not None:
+            for relative, message in check():
+                yield (*path, *relative), message
+    elif isinstance(value, tuple):
+        for index, item in enumerate(value):
+            yield from rule_issues(item, (*path, index))
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from rule_issues(item, (*path, str(key)))
+
+
+def _only_rule_violations(error: BaseException) -> bool:
+    if isinstance(error, ClassValidationError | IterableValidationError):
+        return all(_only_rule_violations(sub) for sub in error.exceptions)
+    return isinstance(error, InvalidObject) and not isinstance(error, ConflictingKeys)
+
+
 def structure(data: Any, cls: type[T]) -> tuple[T | None, list[Issue]]:
-    """Structure ``data`` into ``cls``; returns the value, or ``None`` and every issue found."""
+    """Structure ``data`` into ``cls``; returns the value, or ``None`` and every issue found.
+
+    Rules of an object are checked as soon as it is built, so they are reported together with
+    type errors elsewhere; but a broken object cannot be part of its parent, which hides the
+    parent's own rules. So when every problem found is a rule violation, the data is structured
+    again without checks and the rules of the whole tree are collected in one walk."""
     try:
         return CONVERTER.structure(data, cls), []
     except Exception as error:  # every failure becomes issues; nothing escapes unexplained
-        return None, list(issues_of(error))
+        if not _only_rule_violations(error):
+            return None, list(issues_of(error))
+    token = _RULE_CHECKS.set(False)
+    try:
+        unchecked = CONVERTER.structure(data, cls)
+    finally:
+        _RULE_CHECKS.reset(token)
+    return None, list(rule_issues(unchecked))
 
 
 def unstructure(value: Any, cls: type[Any] | None = None) -> Any:

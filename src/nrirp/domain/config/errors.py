@@ -66,6 +66,10 @@ class InvalidObject(ValueError):
         super().__init__("; ".join(f"{format_path(p)}: {m}" for p, m in self.issues))
 
 
+class ConflictingKeys(InvalidObject):
+    """Raised when a mapping spells one field twice (its reference key and an alias)."""
+
+
 def quote(value: Any) -> str:
     """Render a value as it would appear in YAML/JSON, shortened if long."""
     if isinstance(value, str):

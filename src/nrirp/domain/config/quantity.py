@@ -123,7 +123,8 @@ class Quantity:
             if isinstance(value, int | float) and not isinstance(value, bool):
                 return cls.of(value)
         except QuantityError as err:
-            raise InvalidValue(value, f"expected {_EXPECTED} ({err})") from None
+            _, _, detail = str(err).partition(": ")
+            raise InvalidValue(value, detail or f"expected {_EXPECTED}") from None
         raise InvalidValue(value, f"expected {_EXPECTED}")
 
     def to_config(self) -> str:

@@ -42,6 +42,8 @@ def _check_cache_ids(key: str) -> None:
 
 
 def _check_cat_value(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return f"{value:#x}"  # YAML reads an unquoted 0xff0 as the number 4080
     if not isinstance(value, str):
         raise InvalidValue(value, _CAT_EXPECTED)
     if match := _PERCENT.fullmatch(value):
