@@ -22,6 +22,8 @@ class StateStore(Protocol):
       :class:`StateStoreError` when the stored state cannot be trusted: unreadable, not JSON,
       or (for files) writable by group or others, so that another user could have planted it.
     * Both raise :class:`StateStoreError` for I/O failures, naming the path and the cause.
+    * :meth:`save` must not modify the mapping it is given (parts of it are reused between
+      saves) and should not keep it past the call without copying.
 
     The domain validates the content itself (version, keys, types) when it restores.
     """
