@@ -15,7 +15,7 @@ from nrirp.domain.pipeline import (
     ReentrantCallError,
     ResourceManager,
 )
-from nrirp.domain.policy import UPDATES_FAILED, PolicyEvent
+from nrirp.domain.policy import UPDATES_FAILED, PolicyError, PolicyEvent
 from nrirp.domain.ports.decisions import Severity
 
 from .support import (
@@ -520,3 +520,50 @@ def test_update_of_an_unknown_container_allocates_it() -> None:
     assert updates == [Update(ctr.id, LinuxResources(cpus=CPUSet.of(0), mems=CPUSet.of(0)))]
     cached = rig.manager.container(ctr.id)
     assert cached is not None and cached.requirements.cpu_request == 1000
+
+
+def test_duplicate_create_is_refused_without_touching_the_policy() -> None:
+    rig = make_rig()
+    pod = make_pod()
+    rig.manager.run_pod(pod)
+    rig.manager.create_container(pod, make_container(pod, "a"))
+    rig.policy.log.clear()
+    with pytest.raises(OperationFailedError, match="already exists \\(state creating\\)"):
+        rig.manager.create_container(pod, make_container(pod, "a"))
+    assert rig.policy.log == []
+    assert rig.policy.owner == {"id-pod0-a": 0}
+
+
+def test_failing_release_is_reported_and_the_container_still_stops() -> None:
+    rig = make_rig()
+    pod = make_pod()
+    rig.manager.run_pod(pod)
+    ctr = make_container(pod, "a")
+    rig.manager.create_container(pod, ctr)
+
+    def broken_release(container: Any) -> None:
+        assert rig.policy.ctx is not None
+        rig.policy.ctx.cache.set_cpus(container.id, CPUSet.of(7))
+        raise PolicyError("pool bookkeeping lost")
+
+    rig.policy.release = broken_release  # type: ignore[method-assign]
+    assert rig.manager.stop_container(pod, ctr) == []
+    stopped = rig.manager.container(ctr.id)
+    assert stopped is not None and stopped.state is ContainerState.STOPPED
+    assert stopped.cpus == CPUSet.of(0)  # the failed release's own changes were undone
+    assert "pool bookkeeping lost" in rig.log.notices[-1].message
+
+
+def test_late_lifecycle_events_do_not_resurrect_a_stopped_container() -> None:
+    rig = make_rig()
+    pod = make_pod()
+    rig.manager.run_pod(pod)
+    ctr = make_container(pod, "a")
+    rig.manager.create_container(pod, ctr)
+    rig.manager.post_create(pod, ctr)
+    rig.manager.post_start(pod, ctr)
+    rig.manager.post_create(pod, ctr)  # late and out of order
+    assert rig.manager.container(ctr.id).state is ContainerState.RUNNING  # type: ignore[union-attr]
+    rig.manager.stop_container(pod, ctr)
+    rig.manager.post_start(pod, ctr)
+    assert rig.manager.container(ctr.id).state is ContainerState.STOPPED  # type: ignore[union-attr]

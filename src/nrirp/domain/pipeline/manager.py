@@ -248,7 +248,9 @@ class ResourceManager:
             self._ensure_pod(pod)
             existing = self.cache.container(container.id)
             if existing is not None and existing.state.holds_resources:
-                self._policy.release(existing)
+                raise PipelineError(
+                    f"container {container.id} already exists (state {existing.state.value})"
+                )
             admitted = admit_container(
                 self.cache,
                 container,
@@ -420,11 +422,24 @@ class ResourceManager:
             admit_pod(self.cache, pod, self._clock.now())
 
     def _stop(self, container: Container) -> None:
-        """Mark ``container`` stopped and release it if it held resources."""
+        """Mark ``container`` stopped and release it if it held resources.
+
+        The container is gone whatever the policy says, so a failing release is undone and
+        reported instead of failing the operation.
+        """
         if container.state.holds_resources:
             stopped = container.with_state(ContainerState.STOPPED)
             self.cache.put_container(stopped)
-            self._policy.release(stopped)
+            checkpoint = self.cache.checkpoint()
+            try:
+                self._policy.release(stopped)
+            except Exception as exc:
+                self.cache.rollback(checkpoint)
+                self._notify(
+                    f"releasing container {stopped.name or stopped.id} failed: {_reason(exc)}",
+                    Severity.ERROR,
+                    stopped.id,
+                )
         elif container.state is not ContainerState.STOPPED:
             self.cache.put_container(container.with_state(ContainerState.STOPPED))
 
@@ -440,7 +455,7 @@ class ResourceManager:
             current = self.cache.container(container.id)
             if current is None:
                 return
-            if state is not None:
+            if state is not None and _moves_forward(current.state, state):
                 self.cache.put_container(current.with_state(state))
             self._submit_all(self._enforce(operation, container.id, hook).updates)
 
@@ -699,6 +714,17 @@ class ResourceManager:
 
     def _notify(self, message: str, severity: Severity, container_id: str | None) -> None:
         self._log.notice(Notice("policy", message, severity, container_id))
+
+
+_LIFECYCLE_ORDER = (ContainerState.CREATING, ContainerState.CREATED, ContainerState.RUNNING)
+
+
+def _moves_forward(current: ContainerState, target: ContainerState) -> bool:
+    """Whether a lifecycle event may move ``current`` to ``target`` (late events never
+    bring a stopped container back, nor a running one back to created)."""
+    if current not in _LIFECYCLE_ORDER or target not in _LIFECYCLE_ORDER:
+        return False
+    return _LIFECYCLE_ORDER.index(target) > _LIFECYCLE_ORDER.index(current)
 
 
 def _reason(exc: BaseException) -> str:
