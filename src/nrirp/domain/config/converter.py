@@ -222,11 +222,19 @@ def _attrs_structure_hook(conv: cattrs.Converter, cls: type[T]) -> Callable[[Any
 
 
 def _attrs_unstructure_hook(conv: cattrs.Converter, cls: type[Any]) -> Callable[[Any], Any]:
+    fields = attrs.fields(cls)
     overrides = {
-        f.name: override(rename=field_key(f), omit_if_default=f.default is None)
-        for f in attrs.fields(cls)
+        f.name: override(rename=field_key(f), omit_if_default=f.default is None) for f in fields
     }
-    return make_dict_unstructure_fn(cls, conv, **overrides)  # type: ignore[arg-type]
+    generated = make_dict_unstructure_fn(cls, conv, **overrides)  # type: ignore[arg-type]
+    order = [field_key(f) for f in fields]
+
+    def unstructure(value: Any) -> dict[str, Any]:
+        # cattrs emits omitted-if-unset keys last; keep the class's (the reference's) order
+        out = generated(value)
+        return {key: out[key] for key in order if key in out}
+
+    return unstructure
 
 
 def _build_converter() -> cattrs.Converter:

@@ -18,7 +18,10 @@ class YAMLSyntaxError(ValueError):
     """Text that is not one well-formed YAML (or JSON) document."""
 
 
-class _StrictLoader(yaml.SafeLoader):
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml
+
+
+class _StrictLoader(_SafeLoader):  # type: ignore[misc,valid-type]
     """Safe loader that refuses duplicate mapping keys (YAML says they are an error)."""
 
 

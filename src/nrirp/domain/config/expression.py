@@ -37,8 +37,8 @@ class Expression:
     """``key`` names what is tested (``name``, ``namespace``, ``qosclass``, ``labels/app``,
     ``pod/labels/app``...), ``operator`` how, ``values`` against what (globs for Matches*)."""
 
-    operator: Operator = attrs.field(metadata=ref("operator"))
     key: str = attrs.field(default="", metadata=ref("key"))
+    operator: Operator = attrs.field(metadata=ref("operator"))
     values: tuple[str, ...] = attrs.field(default=(), metadata=ref("values"))
 
     def config_problems(self) -> Iterator[Issue]:
