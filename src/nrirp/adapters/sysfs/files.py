@@ -9,6 +9,7 @@ from nrirp.domain.cpuset import CPUSet, CPUSetError
 from nrirp.domain.ports.hardware import HardwareDiscoveryError
 
 _QUOTE_LIMIT = 400
+_CHUNK = 65536
 # Errors that mean "this attribute is not supported here" rather than "the tree is broken".
 _UNSUPPORTED = {
     errno.ENOENT,
@@ -53,19 +54,20 @@ class SysfsFiles:
                 raise HardwareDiscoveryError(f"{path}: missing") from None
             raise HardwareDiscoveryError(f"{path}: cannot open: {err.strerror}") from None
         try:
-            chunks = []
-            while True:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
+            # sysfs returns an attribute in one read; a short read is the end of the file
+            data = os.read(fd, _CHUNK)
+            if len(data) == _CHUNK:
+                chunks = [data]
+                while chunk := os.read(fd, _CHUNK):
+                    chunks.append(chunk)
+                data = b"".join(chunks)
         except OSError as err:
             if optional and err.errno in _UNSUPPORTED:
                 return None
             raise HardwareDiscoveryError(f"{path}: cannot read: {err.strerror}") from None
         finally:
             os.close(fd)
-        return b"".join(chunks).decode("utf-8", errors="replace")
+        return data.decode("utf-8", errors="replace")
 
     def require(self, rel: str) -> str:
         """Content of a file that must exist."""
