@@ -351,11 +351,14 @@ def structure(data: Any, cls: type[T]) -> tuple[T | None, list[Issue]]:
     try:
         return CONVERTER.structure(data, cls), []
     except Exception as error:  # every failure becomes issues; nothing escapes unexplained
-        if not _only_rule_violations(error):
-            return None, list(issues_of(error))
+        first_pass = error
+    if not _only_rule_violations(first_pass):
+        return None, list(issues_of(first_pass))
     token = _RULE_CHECKS.set(False)
     try:
         unchecked = CONVERTER.structure(data, cls)
+    except Exception:  # pragma: no cover - only rule checks differ between the passes
+        return None, list(issues_of(first_pass))
     finally:
         _RULE_CHECKS.reset(token)
     return None, list(rule_issues(unchecked))

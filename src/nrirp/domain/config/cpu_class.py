@@ -9,7 +9,7 @@ import attrs
 
 from nrirp.domain.config.enums import FrequencyKeyword
 from nrirp.domain.config.errors import InvalidValue, Issue, quote
-from nrirp.domain.config.keys import ref
+from nrirp.domain.config.keys import key_of, ref
 from nrirp.domain.config.validation import at, check_range
 
 _FREQ_EXPECTED = "expected a frequency in kHz or one of 'min', 'base', 'turbo'"
@@ -90,4 +90,4 @@ def check_frequency_order(obj: Any, low: str, high: str) -> Iterator[Issue]:
     """``obj.low <= obj.high`` when both are numeric."""
     lo, hi = _khz(getattr(obj, low)), _khz(getattr(obj, high))
     if lo is not None and hi is not None and lo > hi:
-        yield at(obj, low, f"invalid value {quote(lo)}: exceeds {at(obj, high, '')[0][0]} ({hi})")
+        yield at(obj, low, f"invalid value {quote(lo)}: exceeds {key_of(type(obj), high)} ({hi})")
