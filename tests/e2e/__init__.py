@@ -1,0 +1,1 @@
+"""End-to-end tests against a real containerd with NRI (marked ``e2e``)."""
