@@ -1,0 +1,60 @@
+"""The nrirp end-to-end harness: a private containerd 1.7.24 with NRI, driven through CRI.
+
+Start with the fixtures in ``tests/e2e/conftest.py``; the pieces:
+
+- :mod:`.packages`: Debian packages (containerd, runc, busybox, CRI proto), version check.
+- :mod:`.cri_proto`: the CRI API compiled from Debian's ``api.proto`` at test time.
+- :mod:`.image`: the busybox OCI image archive, imported with ``ctr``.
+- :mod:`.containerd`: :class:`Containerd`, one instance in a private directory (start, stop,
+  restart, pre-launched plugins, full teardown).
+- :mod:`.kubelet`: :class:`Kubelet`, kubelet-like pod/container lifecycle and checks.
+- :mod:`.resources`: Kubernetes requests/limits to CRI numbers, QoS classes, pod cgroups.
+- :mod:`.cgroups`: cgroup v1/v2 reading from a PID.
+- :mod:`.plugins`: :class:`PluginProcess` and pre-launched plugin wrapper scripts.
+- :mod:`.gomockrt`: the Go reference plugin ``nristub``.
+"""
+
+from .cgroups import CgroupView, CpuSettings, shares_to_weight
+from .config import ContainerdOptions, Layout
+from .containerd import Containerd, ContainerdError, PrelaunchedPlugin
+from .cri_proto import CriApi, compile_cri_api, load_cri_api
+from .gomockrt import build_gomockrt
+from .image import IMAGE_REF, ImageArchive, build_oci_archive
+from .kubelet import ContainerSpec, CriError, ExecResult, Kubelet, Pod, PodSpec
+from .packages import CONTAINERD_VERSION, HarnessSetupError, RuntimeBinaries, fetch_runtime_binaries
+from .plugins import PluginProcess, PluginProcessError
+from .resources import QOSClass, Resources, milli_cpu_to_quota, milli_cpu_to_shares
+
+__all__ = [
+    "CONTAINERD_VERSION",
+    "IMAGE_REF",
+    "CgroupView",
+    "ContainerSpec",
+    "Containerd",
+    "ContainerdError",
+    "ContainerdOptions",
+    "CpuSettings",
+    "CriApi",
+    "CriError",
+    "ExecResult",
+    "HarnessSetupError",
+    "ImageArchive",
+    "Kubelet",
+    "Layout",
+    "PluginProcess",
+    "PluginProcessError",
+    "Pod",
+    "PodSpec",
+    "PrelaunchedPlugin",
+    "QOSClass",
+    "Resources",
+    "RuntimeBinaries",
+    "build_gomockrt",
+    "build_oci_archive",
+    "compile_cri_api",
+    "fetch_runtime_binaries",
+    "load_cri_api",
+    "milli_cpu_to_quota",
+    "milli_cpu_to_shares",
+    "shares_to_weight",
+]
