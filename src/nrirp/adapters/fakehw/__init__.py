@@ -7,10 +7,10 @@ from nrirp.adapters.fakehw.catalogue import (
     machine_names,
 )
 from nrirp.adapters.fakehw.discovery import FakeHardwareDiscovery
+from nrirp.adapters.fakehw.errors import MachineSpecError
 from nrirp.adapters.fakehw.expected import machine_of
 from nrirp.adapters.fakehw.layout import Layout, resolve
 from nrirp.adapters.fakehw.loading import (
-    MachineSpecError,
     spec_from_data,
     spec_from_file,
     spec_from_yaml,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from nrirp.adapters.fakehw.loading import MachineSpecError, spec_from_file, spec_from_yaml
+from nrirp.adapters.fakehw.errors import MachineSpecError
+from nrirp.adapters.fakehw.loading import spec_from_file, spec_from_yaml
 from nrirp.adapters.fakehw.spec import MachineSpec
 
 _PACKAGE = "nrirp.adapters.fakehw.machines"

@@ -13,12 +13,10 @@ import cattrs
 import yaml
 from cattrs.gen import make_dict_structure_fn
 
+from nrirp.adapters.fakehw.errors import MachineSpecError
+from nrirp.adapters.fakehw.layout import resolve
 from nrirp.adapters.fakehw.spec import ByteSize, MachineSpec
 from nrirp.domain.cpuset import CPUSet, CPUSetError, structure_cpuset, unstructure_cpuset
-
-
-class MachineSpecError(ValueError):
-    """A machine spec that cannot be used; the message lists every problem with its path."""
 
 
 class _BadValue(ValueError):
@@ -130,15 +128,13 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 def spec_from_data(data: Any, source: str = "<spec>") -> MachineSpec:
     """Structure already-parsed YAML/JSON data into a validated spec."""
-    from nrirp.adapters.fakehw.layout import resolve  # validation lives with the layout rules
-
     try:
         spec = converter.structure(data, MachineSpec)
     except (cattrs.BaseValidationError, _BadValue) as err:
         problems = cattrs.transform_error(err, path="$", format_exception=_format)
         message = f"{source}: invalid machine spec:\n  " + "\n  ".join(problems)
         raise MachineSpecError(message) from None
-    resolve(spec, source)
+    resolve(spec, source)  # the layout rules do the remaining validation
     return spec
 
 
