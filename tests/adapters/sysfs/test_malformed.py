@@ -39,6 +39,11 @@ def root(pristine: Path) -> Iterator[Path]:
         (f"{CPU}/isolated", "abc\n", "not a cpu list"),
         (f"{CPU}/cpu0/topology/thread_siblings_list", "2-3\n", "does not list cpu 0 itself"),
         (f"{CPU}/cpu0/topology/thread_siblings_list", "0-1-2\n", "not a cpu list"),
+        (
+            f"{CPU}/cpu2/topology/thread_siblings_list",
+            "0,2-3\n",
+            "lists cpus 0 whose own sibling lists leave out cpu 2",
+        ),
         (f"{CPU}/cpu2/topology/core_id", "one\n", "not an integer"),
         (f"{CPU}/cpu2/topology/physical_package_id", "\n", "not an integer"),
         (f"{CPU}/cpu2/topology/die_id", "0x1\n", "not an integer"),

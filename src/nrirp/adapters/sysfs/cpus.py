@@ -54,7 +54,7 @@ def read_cpus(
         if done >> cpu & 1:
             continue
         topo = f"{CPU_DIR}/cpu{cpu}/topology/"
-        siblings = _siblings(files, topo, cpu, online)
+        siblings = _siblings(files, topo, cpu, online, done)
         package_id = max(_required_int(files, topo + "physical_package_id"), 0)
         core_id = _required_int(files, topo + "core_id")
         die_id = files.read_int(topo + "die_id")
@@ -81,13 +81,21 @@ def read_cpus(
     return cpus
 
 
-def _siblings(files: SysfsFiles, topo: str, cpu: int, online: CPUSet) -> CPUSet:
+def _siblings(files: SysfsFiles, topo: str, cpu: int, online: CPUSet, placed: int) -> CPUSet:
+    """The online threads of ``cpu``'s core; none may already belong to another core."""
     for name in ("thread_siblings_list", "core_cpus_list"):
         text = files.read(topo + name)
         if text is not None:
             siblings = files.cpuset(topo + name, text) & online
             if cpu not in siblings:
                 raise files.error(topo + name, f"does not list cpu {cpu} itself", text)
+            clash = CPUSet(siblings.bits & placed)
+            if clash:
+                raise files.error(
+                    topo + name,
+                    f"lists cpus {clash} whose own sibling lists leave out cpu {cpu}",
+                    text,
+                )
             return siblings
     return CPUSet.of(cpu)
 
