@@ -64,6 +64,7 @@ def root(pristine: Path) -> Iterator[Path]:
         (f"{NODE}/node0/distance", "10 x 21 21\n", "not integers"),
         (f"{NODE}/node0/distance", "10 0 21 21\n", "must be positive"),
         ("devices/cpu_atom/cpus", "zz\n", "not a cpu list"),
+        (f"{CPU}/cpu3/acpi_cppc/nominal_freq", "-5\n", "frequency must be positive"),
     ],
 )
 def test_malformed_file(root: Path, rel: str, content: str, fragment: str) -> None:
@@ -137,3 +138,12 @@ def test_tree_without_cpu_lists(tmp_path: Path) -> None:
     (tmp_path / CPU).mkdir(parents=True)
     with pytest.raises(HardwareDiscoveryError, match="neither 'online' nor 'present'"):
         SysfsDiscovery(str(tmp_path)).discover()
+
+
+def test_cpu_in_both_hybrid_pmu_lists(root: Path) -> None:
+    rewrite(root, "devices/cpu_core/cpus", "0-11\n")
+    path = rewrite(root, "devices/cpu_atom/cpus", "11-15\n")
+    with pytest.raises(HardwareDiscoveryError) as info:
+        SysfsDiscovery(str(root)).discover()
+    other = root / "devices/cpu_core/cpus"
+    assert f"{path}: cpus 11 are also in {other}: '11-15\\n'" in str(info.value)

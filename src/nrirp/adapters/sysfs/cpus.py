@@ -35,8 +35,16 @@ def read_isolated(files: SysfsFiles, online: CPUSet) -> CPUSet:
 
 def read_efficient(files: SysfsFiles, online: CPUSet) -> CPUSet:
     """E-cores of a hybrid part: the CPUs of the ``cpu_atom`` PMU, if there is one."""
-    found = files.read_cpuset(EFFICIENT_CPUS)
-    return EMPTY if found is None else found & online
+    text = files.read(EFFICIENT_CPUS)
+    if text is None:
+        return EMPTY
+    efficient = files.cpuset(EFFICIENT_CPUS, text) & online
+    performance = files.read_cpuset(PERFORMANCE_CPUS)
+    if performance is not None and performance & efficient:
+        clash = performance & efficient
+        where = files.path(PERFORMANCE_CPUS)
+        raise files.error(EFFICIENT_CPUS, f"cpus {clash} are also in {where}", text)
+    return efficient
 
 
 def read_cpus(
@@ -108,10 +116,16 @@ def _frequencies(files: SysfsFiles, cpu: int) -> tuple[int | None, int | None, s
     freq = f"{CPU_DIR}/cpu{cpu}/cpufreq/"
     epp = files.read(freq + "energy_performance_preference")
     epp = None if epp is None or not epp.strip() else epp.strip()
-    return _khz(files, freq + "base_frequency"), _khz(files, freq + "cpuinfo_max_freq"), epp
+    base_khz = _frequency(files, freq + "base_frequency")
+    if base_khz is None:
+        # CPPC platforms (amd-pstate, cppc_cpufreq) state the base as a nominal MHz value
+        mhz = _frequency(files, f"{CPU_DIR}/cpu{cpu}/acpi_cppc/nominal_freq")
+        base_khz = None if mhz is None else mhz * 1000
+    return base_khz, _frequency(files, freq + "cpuinfo_max_freq"), epp
 
 
-def _khz(files: SysfsFiles, rel: str) -> int | None:
+def _frequency(files: SysfsFiles, rel: str) -> int | None:
+    """A positive frequency from ``rel`` (whatever unit the file uses), None if absent."""
     text = files.read(rel)
     if text is None:
         return None
