@@ -9,13 +9,14 @@ CPU-less node too and lands in one of the two by its size). Configured overrides
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 
 from nrirp.domain.topology.model import MemoryType, TopologyError
 
 
 def classify_memory_types(
     memory_bytes: Mapping[int, int],
-    cpu_nodes: frozenset[int] | set[int],
+    cpu_nodes: AbstractSet[int],
     overrides: Mapping[int, MemoryType] | None = None,
 ) -> dict[int, MemoryType]:
     """Memory type of every node in ``memory_bytes`` (node id -> capacity).
