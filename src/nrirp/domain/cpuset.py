@@ -233,7 +233,14 @@ class CPUSet:
             return CPUSet(0)
         if n >= self.bits.bit_count():
             return self
-        return CPUSet.from_ids(_ids(self.bits)[:n])
+        if n > 256:
+            return CPUSet.from_ids(_ids(self.bits)[:n])
+        bits, out = self.bits, 0
+        for _ in range(n):  # peel off the lowest set bit n times
+            low = bits & -bits
+            out |= low
+            bits ^= low
+        return CPUSet(out)
 
 
 EMPTY = CPUSet()
