@@ -477,3 +477,37 @@ def test_metadata_round_trips() -> None:
         await close_all(server, client)
 
     arun(scenario)
+
+
+def test_a_handler_cancelled_from_inside_answers_cancelled() -> None:
+    async def scenario() -> None:
+        async def give_up(_payload: bytes, _ctx: CallContext) -> bytes:
+            inner = asyncio.ensure_future(asyncio.sleep(10))
+            asyncio.get_running_loop().call_soon(inner.cancel)
+            await inner  # raises CancelledError, but our own task is not being cancelled
+            return b""
+
+        server, client = await session_pair(
+            lambda s: s.open(1).serve(SERVICE, {"GiveUp": give_up}), opens(1)
+        )
+        with pytest.raises(TtrpcError) as info:
+            await client.endpoints[1].call(SERVICE, "GiveUp")
+        assert info.value.code == StatusCode.CANCELLED
+        assert not server.closed and not client.closed
+        await close_all(server, client)
+
+    arun(scenario)
+
+
+def test_stream_ids_run_out_at_the_top_of_the_u32_range() -> None:
+    async def scenario() -> None:
+        server, client = await session_pair(serve_echo, opens(1))
+        endpoint = client.endpoints[1]
+        endpoint._next_stream_id = 0xFFFFFFFF  # the last odd id
+        assert await endpoint.call(SERVICE, "Echo", b"last") == b"last"
+        with pytest.raises(TtrpcError) as info:
+            await endpoint.call(SERVICE, "Echo", b"one too many")
+        assert info.value.code == StatusCode.RESOURCE_EXHAUSTED
+        await close_all(server, client)
+
+    arun(scenario)

@@ -349,3 +349,37 @@ def test_attach_to_an_inherited_fd_like_a_pre_launched_plugin() -> None:
 def _unread_bytes(sock: socket.socket) -> int:
     buf = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
     return int(struct.unpack("i", buf)[0])
+
+
+def test_connection_reset_is_reported_as_the_close_reason() -> None:
+    async def scenario() -> None:
+        closes = CloseLog()
+        session, peer = await raw_peer_session(opens(2), on_close=closes)
+        call = asyncio.ensure_future(session.endpoints[2].call(SERVICE, "M"))
+        await asyncio.sleep(0.01)  # the request sits unread in the peer's socket ...
+        peer.close()  # ... so closing it resets the connection (ECONNRESET on unix sockets)
+        with pytest.raises(ConnectionClosed) as info:
+            await call
+        assert isinstance(info.value.__cause__, ConnectionResetError)
+        await session.wait_closed()
+        assert len(closes.reasons) == 1 and isinstance(closes.reasons[0], ConnectionResetError)
+
+    arun(scenario)
+
+
+def test_a_failing_close_callback_does_not_stop_the_others(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> None:
+        def broken(_reason: BaseException | None) -> None:
+            raise RuntimeError("callback bug")
+
+        after = CloseLog()
+        session = Session(on_close=broken)
+        session.add_close_callback(after)
+        session.close()
+        assert after.reasons == [None]
+        await session.wait_closed()
+
+    arun(scenario)
+    assert "callback bug" in caplog.text
