@@ -1,0 +1,250 @@
+"""The daemon's state file: ``<state-dir>/cache``, written atomically by a background writer.
+
+Saving is on the hot path (the resource manager saves after every changing operation, e.g.
+before the CreateContainer reply goes out), and JSON-encoding a snapshot of a thousand
+containers takes milliseconds. So :meth:`FileStateStore.save` only hands the snapshot to a
+writer thread and returns; the writer waits ``linger`` seconds for more snapshots, then encodes
+and writes only the latest one. A burst of operations therefore costs a handful of writes.
+
+Durability: :meth:`flush` waits until the latest snapshot is on disk (or raises why not);
+:meth:`close` flushes and stops the writer, and is also run at interpreter exit. A failed write
+is retried every ``retry_interval`` seconds and reported by the next :meth:`save`/:meth:`flush`.
+Only SIGKILL (or power loss) within ``linger`` + write time of an operation loses that
+operation's state, and the runtime's Synchronize reconciles it after a restart.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import stat
+import threading
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+from nrirp.adapters.storage.atomic import remove_stale_temps, write_atomically
+from nrirp.adapters.storage.safety import check_not_shared_writable
+from nrirp.domain.ports.state_store import StateStoreError
+
+STATE_FILE_NAME = "cache"
+"""The state file's name in the state directory (the reference uses the same)."""
+
+log = logging.getLogger(__name__)
+
+
+class FileStateStore:
+    """A :class:`StateStore` keeping the snapshot as JSON in ``directory/cache``.
+
+    The directory is created (mode 0700) on the first write. Files are written with mode 0600;
+    :meth:`load` refuses a directory or file writable by group or others, a file that is not
+    a regular file, and content that is not a JSON object, naming the path.
+
+    With ``background=True`` (the default) the mapping passed to :meth:`save` is kept until the
+    writer has encoded it: the caller must not modify it afterwards (the resource manager builds
+    a fresh snapshot for every save and never changes the parts it reuses).
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        name: str = STATE_FILE_NAME,
+        background: bool = True,
+        linger: float = 0.02,
+        retry_interval: float = 1.0,
+    ) -> None:
+        self._dir = os.fspath(directory)
+        self._name = name
+        self._path = os.path.join(self._dir, name)
+        self._background = background
+        self._linger = linger
+        self._retry_interval = retry_interval
+        self._cond = threading.Condition()
+        self._pending: Mapping[str, Any] | None = None
+        self._pending_gen = 0
+        self._saved_gen = 0
+        self._written_gen = 0
+        self._error: StateStoreError | None = None
+        self._error_gen = 0
+        self._urgent = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self.writes = 0
+        """How many times the file was written (tests and benchmarks)."""
+        atexit.register(_close_at_exit, weakref.ref(self))
+
+    @property
+    def path(self) -> str:
+        """The state file."""
+        return self._path
+
+    @property
+    def directory(self) -> str:
+        return self._dir
+
+    # ------------------------------------------------------------------ StateStore
+    def load(self) -> Mapping[str, Any] | None:
+        """The saved snapshot, or ``None`` if there is none yet."""
+        try:
+            dir_stat = os.stat(self._dir)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StateStoreError(f"cannot access state directory {self._dir}: {exc}") from exc
+        if not stat.S_ISDIR(dir_stat.st_mode):
+            raise StateStoreError(f"state directory {self._dir} is not a directory")
+        check_not_shared_writable(self._dir, dir_stat, "state directory")
+        for stale in remove_stale_temps(self._dir, self._name):
+            log.info("removed %s left by an interrupted write", os.path.join(self._dir, stale))
+        try:
+            file_stat = os.lstat(self._path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StateStoreError(f"cannot access state file {self._path}: {exc}") from exc
+        if not stat.S_ISREG(file_stat.st_mode):
+            raise StateStoreError(f"state file {self._path} is not a regular file")
+        check_not_shared_writable(self._path, file_stat, "state file")
+        try:
+            fd = os.open(self._path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as handle:
+                raw = handle.read()
+        except OSError as exc:
+            raise StateStoreError(f"cannot read state file {self._path}: {exc}") from exc
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise StateStoreError(f"state file {self._path} is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise StateStoreError(
+                f"state file {self._path} holds a JSON {type(data).__name__}, not an object"
+            )
+        return data
+
+    def save(self, snapshot: Mapping[str, Any]) -> None:
+        """Queue ``snapshot`` to be written (or write it now without a background writer).
+
+        Raises :class:`StateStoreError` if the previous write failed (the new snapshot is
+        still queued and retried) or the store is closed.
+        """
+        if not self._background:
+            self._write(snapshot)
+            with self._cond:
+                self._saved_gen += 1
+                self._written_gen = self._saved_gen
+            return
+        with self._cond:
+            if self._closed:
+                raise StateStoreError(f"state store {self._path} is closed")
+            self._saved_gen += 1
+            self._pending = snapshot
+            self._pending_gen = self._saved_gen
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._writer, name="nrirp-state-writer", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify_all()
+            error = self._error
+        if error is not None:
+            raise StateStoreError(f"{error} (the latest state is queued and retried)")
+
+    # ------------------------------------------------------------------ durability
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until everything saved so far is on disk.
+
+        Raises :class:`StateStoreError` with the write error if the latest snapshot could not
+        be written, or if ``timeout`` seconds pass first.
+        """
+        with self._cond:
+            target = self._saved_gen
+            if self._written_gen >= target:
+                return
+            self._urgent = True
+            self._cond.notify_all()
+            done = self._cond.wait_for(
+                lambda: self._written_gen >= target or self._error_gen >= target, timeout
+            )
+            if self._written_gen >= target:
+                return
+            if not done:
+                raise StateStoreError(f"state not written to {self._path} within {timeout}s")
+            raise StateStoreError(str(self._error))
+
+    def close(self, timeout: float | None = 10.0) -> None:
+        """Flush, then stop the writer. Idempotent; later saves raise."""
+        try:
+            if not self._closed:
+                self.flush(timeout)
+        finally:
+            with self._cond:
+                self._closed = True
+                self._cond.notify_all()
+                thread = self._thread
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # ------------------------------------------------------------------ writer
+    def _writer(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._pending is not None or self._closed)
+                if self._pending is None:
+                    return
+                delay = self._retry_interval if self._error is not None else self._linger
+                if delay > 0 and not (self._urgent or self._closed):
+                    self._cond.wait_for(lambda: self._urgent or self._closed, delay)
+                snapshot, generation = self._pending, self._pending_gen
+                self._pending = None
+                self._urgent = False
+                closing = self._closed
+            if snapshot is None:  # pragma: no cover - only this thread takes snapshots
+                continue
+            try:
+                self._write(snapshot)
+            except StateStoreError as exc:
+                log.error("%s", exc)
+                with self._cond:
+                    self._error, self._error_gen = exc, generation
+                    if self._pending is None and not closing:
+                        self._pending, self._pending_gen = snapshot, generation
+                    self._cond.notify_all()
+                continue
+            with self._cond:
+                self._written_gen = max(self._written_gen, generation)
+                self._error = None
+                self._cond.notify_all()
+
+    def _write(self, snapshot: Mapping[str, Any]) -> None:
+        try:
+            data = json.dumps(snapshot, separators=(",", ":"), allow_nan=False).encode()
+        except (TypeError, ValueError) as exc:
+            raise StateStoreError(f"state for {self._path} is not JSON-compatible: {exc}") from exc
+        try:
+            os.makedirs(self._dir, mode=0o700, exist_ok=True)
+            dir_stat = os.stat(self._dir)
+        except OSError as exc:
+            raise StateStoreError(f"cannot create state directory {self._dir}: {exc}") from exc
+        check_not_shared_writable(self._dir, dir_stat, "state directory")
+        try:
+            write_atomically(self._dir, self._name, data)
+        except OSError as exc:
+            raise StateStoreError(f"cannot write state file {self._path}: {exc}") from exc
+        self.writes += 1
+
+
+def _close_at_exit(ref: weakref.ref[FileStateStore]) -> None:
+    store = ref()
+    if store is None or store.closed:
+        return
+    try:
+        store.close()
+    except StateStoreError as exc:
+        log.error("state not saved at exit: %s", exc)
