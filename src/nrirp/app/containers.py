@@ -1,0 +1,227 @@
+"""The composition root: dependency-injector containers wiring the domain to adapters.
+
+``CoreContainer`` holds what every composition shares: hardware discovery -> ``machine``, the
+policy registry -> ``policy``, the policy configuration, and the ``resource_manager`` with its
+ports. Its adapters are ``Dependency`` providers that a composition fills in:
+
+* :class:`DaemonContainer`: real adapters (sysfs discovery under a configurable root, the file
+  state store, cgroupfs host control, NRI runtime updates) for ``nrirp run``;
+* :class:`EmbeddedContainer`: no NRI; the host agent supplies ``runtime_updates`` (and
+  optionally ``state_store``, ``host_control``, ``hardware``) and drives ``resource_manager``;
+* ``SimulatorContainer`` (see below): fake hardware, in-memory storage, the simulated runtime.
+
+Every adapter is a provider exposed at the top level of each composition and can be
+overridden before first use, e.g. ``container.state_store.override(providers.Object(store))``
+or ``container.machine.override(providers.Object(machine))``. Providers are singletons: one
+container instance is one engine. The resource manager is built but not started: the caller
+calls ``resource_manager().start(config)`` (so it can handle a refused saved state itself).
+
+Configuration keys (``container.config.from_dict({...})``):
+
+=================  ==========================================================================
+``policy``         policy name (required)
+``config_file``    policy config file (YAML/JSON spec or custom resource); none: defaults
+``policy_modules`` modules whose ``register_policies(registry)`` adds policies; ``None``: the
+                   comma-separated ``NRIRP_POLICY_MODULES`` environment variable
+``sysfs_root``     sysfs tree to discover hardware from (``/sys``)
+``memory_types``   ``{node: MemoryType}`` overrides for discovery
+``state_dir``      daemon: where the state file ``cache`` lives (``/var/lib/nrirp``)
+``cgroup_root``    daemon: the cgroup root (``/sys/fs/cgroup``)
+=================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dependency_injector import containers, providers
+
+from nrirp.adapters.cgroups import CgroupfsHostControl
+from nrirp.adapters.memory import InMemoryStateStore
+from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
+from nrirp.adapters.storage import FileStateStore
+from nrirp.adapters.sysfs import SysfsDiscovery
+from nrirp.adapters.system import LoggingDecisionLog, SystemClock, read_config_file
+from nrirp.domain.config import PolicyConfig, load_policy_config
+from nrirp.domain.pipeline import ResourceManager
+from nrirp.domain.policies import builtin_registry
+from nrirp.domain.policy import Policy, PolicyRegistry
+from nrirp.domain.ports.hardware import HardwareDiscovery
+from nrirp.domain.topology import Machine, MemoryType
+
+POLICY_MODULES_ENV = "NRIRP_POLICY_MODULES"
+"""Environment variable: comma-separated modules that register extra policies."""
+DEFAULT_STATE_DIR = "/var/lib/nrirp"
+DEFAULT_CGROUP_ROOT = "/sys/fs/cgroup"
+DEFAULT_SYSFS_ROOT = "/sys"
+
+
+class PolicyModuleError(Exception):
+    """A policy module named in the configuration could not be loaded."""
+
+
+def policy_modules_from_env(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The modules listed in ``NRIRP_POLICY_MODULES`` (comma-separated, blanks ignored)."""
+    value = (os.environ if environ is None else environ).get(POLICY_MODULES_ENV, "")
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
+def make_policy_registry(modules: Sequence[str] | None = None) -> PolicyRegistry:
+    """The built-in policies plus those of ``modules`` (default: ``NRIRP_POLICY_MODULES``).
+
+    A policy module defines ``register_policies(registry: PolicyRegistry) -> None``; it also
+    registers its config spec (``nrirp.domain.config.register_spec``) if it has one.
+    """
+    registry = builtin_registry()
+    for name in policy_modules_from_env() if modules is None else modules:
+        try:
+            module = importlib.import_module(name)
+        except Exception as exc:
+            raise PolicyModuleError(f"cannot import policy module {name!r}: {exc}") from exc
+        register = getattr(module, "register_policies", None)
+        if not callable(register):
+            raise PolicyModuleError(
+                f"policy module {name!r} has no register_policies(registry) function"
+            )
+        register(registry)
+    return registry
+
+
+def create_policy(registry: PolicyRegistry, name: str | None) -> Policy:
+    """A fresh instance of the policy called ``name`` (``UnknownPolicyError`` lists the known)."""
+    if not name:
+        raise ValueError("no policy selected (config key 'policy')")
+    return registry.create(name)
+
+
+def read_policy_config(policy: str | None, path: str | None) -> PolicyConfig | None:
+    """The policy's configuration from ``path``; ``None`` without a file.
+
+    Raises ``ConfigFileError`` (unreadable file) or ``ConfigError`` (every problem listed).
+    """
+    if not path:
+        return None
+    if not policy:
+        raise ValueError("no policy selected (config key 'policy')")
+    return load_policy_config(policy, read_config_file(path))
+
+
+def discover_machine(hardware: HardwareDiscovery) -> Machine:
+    return hardware.discover()
+
+
+def sysfs_discovery(root: str | None, memory_types: Mapping[int, MemoryType] | None) -> Any:
+    return SysfsDiscovery(root or DEFAULT_SYSFS_ROOT, memory_types)
+
+
+def file_state_store(state_dir: str | None) -> FileStateStore:
+    return FileStateStore(state_dir or DEFAULT_STATE_DIR)
+
+
+def cgroupfs_host_control(root: str | None) -> CgroupfsHostControl:
+    return CgroupfsHostControl(root or DEFAULT_CGROUP_ROOT)
+
+
+class CoreContainer(containers.DeclarativeContainer):
+    """What every composition shares; adapters come in through the ``Dependency`` providers."""
+
+    config = providers.Configuration()
+
+    hardware: providers.Dependency[Any] = providers.Dependency()
+    state_store: providers.Dependency[Any] = providers.Dependency()
+    host_control: providers.Dependency[Any] = providers.Dependency(default=providers.Object(None))
+    runtime_updates: providers.Dependency[Any] = providers.Dependency()
+    clock: providers.Dependency[Any] = providers.Dependency(
+        default=providers.Singleton(SystemClock)
+    )
+    decision_log: providers.Dependency[Any] = providers.Dependency(
+        default=providers.Singleton(LoggingDecisionLog)
+    )
+    metrics: providers.Dependency[Any] = providers.Dependency(default=providers.Object(None))
+
+    machine = providers.Singleton(discover_machine, hardware)
+    policy_registry = providers.Singleton(make_policy_registry, config.policy_modules)
+    policy = providers.Singleton(create_policy, policy_registry, config.policy)
+    policy_config = providers.Singleton(read_policy_config, config.policy, config.config_file)
+    resource_manager = providers.Singleton(
+        ResourceManager,
+        policy=policy,
+        machine=machine,
+        store=state_store,
+        updates=runtime_updates,
+        host=host_control,
+        clock=clock,
+        decisions=decision_log,
+        metrics=metrics,
+    )
+
+
+class EmbeddedContainer(containers.DeclarativeContainer):
+    """The engine for a host agent that handles the runtime itself (no NRI socket).
+
+    The host must provide ``runtime_updates`` (``container.runtime_updates.override(...)``);
+    state is kept in memory unless ``state_store`` is overridden; no host control unless
+    ``host_control`` is overridden; hardware is read from ``config.sysfs_root`` (``/sys``)
+    unless ``hardware`` or ``machine`` is overridden.
+    """
+
+    config = providers.Configuration()
+
+    hardware = providers.Singleton(sysfs_discovery, config.sysfs_root, config.memory_types)
+    state_store = providers.Singleton(InMemoryStateStore)
+    host_control: providers.Provider[Any] = providers.Object(None)
+    runtime_updates: providers.Dependency[Any] = providers.Dependency()
+    clock = providers.Singleton(SystemClock)
+    decision_log = providers.Singleton(LoggingDecisionLog)
+    metrics: providers.Provider[Any] = providers.Object(None)
+
+    core = providers.Container(
+        CoreContainer,
+        config=config,
+        hardware=hardware,
+        state_store=state_store,
+        host_control=host_control,
+        runtime_updates=runtime_updates,
+        clock=clock,
+        decision_log=decision_log,
+        metrics=metrics,
+    )
+    machine = core.machine
+    policy_registry = core.policy_registry
+    policy = core.policy
+    policy_config = core.policy_config
+    resource_manager = core.resource_manager
+
+
+class DaemonContainer(containers.DeclarativeContainer):
+    """``nrirp run``: real hardware (or a sysfs tree), the state file, cgroupfs, NRI updates."""
+
+    config = providers.Configuration()
+
+    hardware = providers.Singleton(sysfs_discovery, config.sysfs_root, config.memory_types)
+    state_store = providers.Singleton(file_state_store, config.state_dir)
+    host_control = providers.Singleton(cgroupfs_host_control, config.cgroup_root)
+    runtime_updates = providers.Singleton(NriRuntimeUpdates)
+    clock = providers.Singleton(SystemClock)
+    decision_log = providers.Singleton(LoggingDecisionLog)
+    metrics: providers.Provider[Any] = providers.Object(None)
+
+    core = providers.Container(
+        CoreContainer,
+        config=config,
+        hardware=hardware,
+        state_store=state_store,
+        host_control=host_control,
+        runtime_updates=runtime_updates,
+        clock=clock,
+        decision_log=decision_log,
+        metrics=metrics,
+    )
+    machine = core.machine
+    policy_registry = core.policy_registry
+    policy = core.policy
+    policy_config = core.policy_config
+    resource_manager = core.resource_manager
