@@ -1,0 +1,55 @@
+"""Knowing whether code runs on behalf of an event handler whose reply is not yet sent.
+
+While the runtime waits for a handler's reply it holds its lock, and it serves UpdateContainers
+only under that lock. So a handler must never wait for an UpdateContainers reply. The stub marks
+every handler invocation with a :class:`HandlerScope` in a context variable; tasks the handler
+creates inherit it. ``stub.update_containers()`` refuses to be awaited while the scope is active,
+and ``stub.schedule_update_containers()`` uses :meth:`HandlerScope.replied` to send after the reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+
+
+class HandlerScope:
+    """One handler invocation: active until the handler returned and its reply was queued."""
+
+    __slots__ = ("_replied", "active")
+
+    def __init__(self) -> None:
+        self.active = True
+        self._replied: asyncio.Future[None] | None = None
+
+    def replied(self) -> asyncio.Future[None]:
+        """A future resolved once the handler's reply has been handed to the transport."""
+        if self._replied is None:
+            self._replied = asyncio.get_running_loop().create_future()
+            if not self.active:
+                self._replied.set_result(None)
+        return self._replied
+
+    def finish(self) -> None:
+        """The handler returned. Waiters wake on the next loop iteration: by then the transport
+        has written the reply, which it does in the same step in which the handler returns."""
+        self.active = False
+        waiter = self._replied
+        if waiter is not None:
+            waiter.get_loop().call_soon(_resolve, waiter)
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+CURRENT_SCOPE: contextvars.ContextVar[HandlerScope | None] = contextvars.ContextVar(
+    "nrirp_nri_handler_scope", default=None
+)
+
+
+def active_scope() -> HandlerScope | None:
+    """The scope of the handler this code runs for, if that handler has not replied yet."""
+    scope = CURRENT_SCOPE.get()
+    return scope if scope is not None and scope.active else None
