@@ -1,0 +1,187 @@
+"""``ResourceManagerPlugin``: the NRI plugin whose handlers drive a :class:`ResourceManager`.
+
+Each handler translates the runtime's messages into domain values, calls the resource manager
+directly (it is synchronous and fast, so the event loop never waits on a thread) and translates
+the result back. Subscribed events: what the reference resource manager subscribes to
+(Run/Stop/RemovePodSandbox, Create/Start/Update/Stop/RemoveContainer, Synchronize) plus
+PostCreate/PostStart/PostUpdateContainer, which move containers through their lifecycle states
+and let host-side settings be applied once the container's process exists.
+
+Failures: a refused CreateContainer or UpdateContainer raises, so the runtime fails that
+operation with the manager's reason (``create-container container ns/pod/ctr: <reason>``).
+Failures of events that only report facts (post-events, stop, remove) are logged and not
+returned: the runtime could do nothing with them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from nrirp.adapters.nri.gen import api_pb2
+from nrirp.adapters.nri.resmgr.translate import (
+    TranslationError,
+    adjustment_to_pb,
+    container_from_pb,
+    pod_from_pb,
+    resources_from_pb,
+    updates_to_pb,
+)
+from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
+from nrirp.adapters.nri.stub import Plugin
+from nrirp.domain.model import Container, Pod
+from nrirp.domain.pipeline import ResourceManager
+from nrirp.domain.pipeline.errors import PipelineError
+
+log = logging.getLogger("nrirp.resmgr")
+
+M = TypeVar("M")
+T = TypeVar("T")
+
+
+class ResourceManagerPlugin(Plugin):
+    """Relays NRI requests and events to ``manager``; policy updates go out via ``updates``."""
+
+    def __init__(self, manager: ResourceManager, updates: NriRuntimeUpdates) -> None:
+        self.manager = manager
+        self.updates = updates
+        updates.bind_failures(manager.updates_failed)
+        self.synchronizations = 0
+
+    # ------------------------------------------------------------------ requests
+    async def synchronize(
+        self, pods: Sequence[api_pb2.PodSandbox], containers: Sequence[api_pb2.Container]
+    ) -> list[api_pb2.ContainerUpdate]:
+        domain_pods = _translated(pods, pod_from_pb, "pod")
+        domain_containers = _translated(containers, container_from_pb, "container")
+        before = {c.id for c in self.manager.containers()}
+        updates = self.manager.synchronize(domain_pods, domain_containers)
+        self.synchronizations += 1
+        after = {c.id for c in self.manager.containers()}
+        reported = {c.id for c in domain_containers}
+        gone = sorted(before - after)
+        new = sorted(after - before)
+        kept = sorted(after & before & reported)
+        log.info(
+            "synchronized with the runtime: %d pods, %d containers; %d released (gone), "
+            "%d admitted (new), %d kept; %d updates",
+            len(domain_pods),
+            len(domain_containers),
+            len(gone),
+            len(new),
+            len(kept),
+            len(updates),
+            extra={
+                "fields": {
+                    "released": ",".join(gone),
+                    "admitted": ",".join(new),
+                    "kept": ",".join(kept),
+                }
+            },
+        )
+        return updates_to_pb(updates)
+
+    # ------------------------------------------------------------------ pods
+    async def run_pod_sandbox(self, pod: api_pb2.PodSandbox) -> None:
+        self._report(self.manager.run_pod, pod)
+
+    async def stop_pod_sandbox(self, pod: api_pb2.PodSandbox) -> None:
+        self._report(self.manager.stop_pod, pod)
+
+    async def remove_pod_sandbox(self, pod: api_pb2.PodSandbox) -> None:
+        self._report(self.manager.remove_pod, pod)
+
+    # ------------------------------------------------------------------ containers
+    async def create_container(
+        self, pod: api_pb2.PodSandbox, container: api_pb2.Container
+    ) -> tuple[api_pb2.ContainerAdjustment, list[api_pb2.ContainerUpdate]]:
+        domain_pod, domain_ctr = pod_from_pb(pod), container_from_pb(container)
+        result = self.manager.create_container(domain_pod, domain_ctr)
+        try:
+            return adjustment_to_pb(result.adjustment), updates_to_pb(list(result.updates))
+        except TranslationError as exc:
+            # the decision cannot be expressed to the runtime: undo it, fail the creation
+            self._quietly(lambda: self.manager.remove_container(domain_pod, domain_ctr))
+            raise TranslationError(
+                f"create-container {domain_pod.namespace}/{domain_pod.name}/{domain_ctr.name}: "
+                f"cannot express the decision to the runtime: {exc}"
+            ) from None
+
+    async def post_create_container(
+        self, pod: api_pb2.PodSandbox, container: api_pb2.Container
+    ) -> None:
+        self._report_ctr(self.manager.post_create, pod, container)
+
+    async def start_container(self, pod: api_pb2.PodSandbox, container: api_pb2.Container) -> None:
+        self._report_ctr(self.manager.start_container, pod, container)
+
+    async def post_start_container(
+        self, pod: api_pb2.PodSandbox, container: api_pb2.Container
+    ) -> None:
+        self._report_ctr(self.manager.post_start, pod, container)
+
+    async def update_container(
+        self,
+        pod: api_pb2.PodSandbox,
+        container: api_pb2.Container,
+        resources: api_pb2.LinuxResources,
+    ) -> list[api_pb2.ContainerUpdate]:
+        updates = self.manager.update_container(
+            pod_from_pb(pod), container_from_pb(container), resources_from_pb(resources)
+        )
+        return updates_to_pb(updates)
+
+    async def post_update_container(
+        self, pod: api_pb2.PodSandbox, container: api_pb2.Container
+    ) -> None:
+        self._report_ctr(self.manager.post_update, pod, container)
+
+    async def stop_container(
+        self, pod: api_pb2.PodSandbox, container: api_pb2.Container
+    ) -> list[api_pb2.ContainerUpdate]:
+        try:
+            updates = self.manager.stop_container(pod_from_pb(pod), container_from_pb(container))
+        except (PipelineError, TranslationError) as exc:
+            log.error("stop-container: %s", exc)
+            return []
+        return updates_to_pb(updates)
+
+    async def remove_container(self, pod: api_pb2.PodSandbox, container: api_pb2.Container) -> None:
+        self._report_ctr(self.manager.remove_container, pod, container)
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _report(call: Callable[[Pod], None], pod: api_pb2.PodSandbox) -> None:
+        try:
+            call(pod_from_pb(pod))
+        except (PipelineError, TranslationError) as exc:
+            log.error("%s", exc)
+
+    @staticmethod
+    def _report_ctr(
+        call: Callable[[Pod, Container], object],
+        pod: api_pb2.PodSandbox,
+        container: api_pb2.Container,
+    ) -> None:
+        try:
+            call(pod_from_pb(pod), container_from_pb(container))
+        except (PipelineError, TranslationError) as exc:
+            log.error("%s", exc)
+
+    @staticmethod
+    def _quietly(call: Callable[[], object]) -> None:
+        try:
+            call()
+        except PipelineError as exc:
+            log.error("undoing a creation failed: %s", exc)
+
+
+def _translated(messages: Sequence[M], translate: Callable[[M], T], what: str) -> list[T]:
+    result = []
+    for message in messages:
+        try:
+            result.append(translate(message))
+        except TranslationError as exc:
+            log.error("synchronize: %s ignored: %s", what, exc)
+    return result
