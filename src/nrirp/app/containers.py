@@ -41,7 +41,10 @@ from dependency_injector import containers, providers
 
 from nrirp.adapters.cgroups import CgroupfsHostControl
 from nrirp.adapters.memory import InMemoryStateStore
+from nrirp.adapters.nri.resmgr.plugin import ResourceManagerPlugin
+from nrirp.adapters.nri.resmgr.service import PluginService
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
+from nrirp.adapters.nri.stub import Stub
 from nrirp.adapters.storage import FileStateStore
 from nrirp.adapters.sysfs import SysfsDiscovery
 from nrirp.adapters.system import LoggingDecisionLog, SystemClock, read_config_file
@@ -57,6 +60,8 @@ POLICY_MODULES_ENV = "NRIRP_POLICY_MODULES"
 DEFAULT_STATE_DIR = "/var/lib/nrirp"
 DEFAULT_CGROUP_ROOT = "/sys/fs/cgroup"
 DEFAULT_SYSFS_ROOT = "/sys"
+DEFAULT_PLUGIN_NAME = "resource-manager"
+DEFAULT_PLUGIN_INDEX = "90"
 
 
 class PolicyModuleError(Exception):
@@ -123,6 +128,24 @@ def file_state_store(state_dir: str | None) -> FileStateStore:
 
 def cgroupfs_host_control(root: str | None) -> CgroupfsHostControl:
     return CgroupfsHostControl(root or DEFAULT_CGROUP_ROOT)
+
+
+def nri_stub(
+    plugin: ResourceManagerPlugin,
+    name: str | None,
+    index: str | None,
+    socket_path: str | None,
+) -> Stub:
+    """The plugin's stub: external (``socket_path``, reconnecting) unless the runtime started
+    the process (``NRI_PLUGIN_SOCKET``); name and index default like the reference's."""
+    return Stub(
+        plugin,
+        name=name,
+        index=index,
+        socket_path=socket_path,
+        default_name=DEFAULT_PLUGIN_NAME,
+        default_index=DEFAULT_PLUGIN_INDEX,
+    )
 
 
 class CoreContainer(containers.DeclarativeContainer):
@@ -197,7 +220,11 @@ class EmbeddedContainer(containers.DeclarativeContainer):
 
 
 class DaemonContainer(containers.DeclarativeContainer):
-    """``nrirp run``: real hardware (or a sysfs tree), the state file, cgroupfs, NRI updates."""
+    """``nrirp run``: real hardware (or a sysfs tree), the state file, cgroupfs, NRI updates,
+    and the NRI plugin (``plugin``, its ``stub`` and the ``service`` running both).
+
+    Extra configuration keys: ``nri_socket`` (``/var/run/nri/nri.sock``), ``plugin_name``
+    (``resource-manager``), ``plugin_index`` (``90``)."""
 
     config = providers.Configuration()
 
@@ -225,3 +252,8 @@ class DaemonContainer(containers.DeclarativeContainer):
     policy = core.policy
     policy_config = core.policy_config
     resource_manager = core.resource_manager
+    plugin = providers.Singleton(ResourceManagerPlugin, resource_manager, runtime_updates)
+    stub = providers.Singleton(
+        nri_stub, plugin, config.plugin_name, config.plugin_index, config.nri_socket
+    )
+    service = providers.Singleton(PluginService, stub, runtime_updates)

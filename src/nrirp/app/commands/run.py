@@ -1,0 +1,310 @@
+"""``nrirp run``: the reference daemon, an NRI plugin that applies a resource policy.
+
+It discovers the hardware, restores the saved state, starts the policy, connects to the
+runtime's NRI socket (or uses the socket of a pre-launched plugin), and then serves: every
+decision is one structured log line, state is saved to ``<state-dir>/cache`` after every
+change, policy-initiated updates are sent asynchronously, and the config file is reloaded on
+SIGHUP or when it changes (an invalid new config is logged and the old one stays). SIGTERM or
+SIGINT flush the state and stop it. The exit codes are listed in ``EXIT_CODES``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+from typing import Any
+
+from nrirp.app.commands.common.hardware_source import parse_memory_type
+
+HELP = "run the resource-manager daemon (an NRI plugin applying a policy)"
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_CONFIG = 2
+EXIT_HARDWARE = 3
+EXIT_STATE = 4
+EXIT_REGISTRATION = 5
+EXIT_CODES = {
+    EXIT_OK: "stopped by SIGTERM/SIGINT, or the runtime closed a pre-launched plugin's connection",
+    EXIT_FAILURE: "unexpected error (see the log)",
+    EXIT_CONFIG: "bad command line, unknown policy, policy module or invalid config file",
+    EXIT_HARDWARE: "hardware discovery failed",
+    EXIT_STATE: "saved state refused or unusable, or the policy refused to start",
+    EXIT_REGISTRATION: "a pre-launched plugin could not register with the runtime",
+}
+
+log = logging.getLogger("nrirp.daemon")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    codes = "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "run",
+        help=HELP,
+        description=HELP + ". See docs/daemon.md.",
+        epilog="exit codes:\n" + codes,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--policy", required=True, metavar="NAME", help="policy to run")
+    parser.add_argument(
+        "--config-file",
+        metavar="FILE",
+        help="policy configuration (YAML/JSON spec or custom resource); reloaded on SIGHUP "
+        "and when it changes. Without it: the saved configuration, else the defaults",
+    )
+    parser.add_argument(
+        "--nri-socket",
+        metavar="PATH",
+        default="/var/run/nri/nri.sock",
+        help="runtime's NRI socket (default: %(default)s); ignored for a pre-launched plugin",
+    )
+    parser.add_argument(
+        "--plugin-name",
+        metavar="NAME",
+        help="plugin name (default: $NRI_PLUGIN_NAME, else resource-manager)",
+    )
+    parser.add_argument(
+        "--plugin-index",
+        metavar="NN",
+        help="two-digit plugin index (default: $NRI_PLUGIN_IDX, else 90)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        default="/var/lib/nrirp",
+        help="directory of the state file 'cache' (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--sysfs-root",
+        metavar="DIR",
+        default="/sys",
+        help="sysfs tree to read the hardware from (default: %(default)s); a fake machine's "
+        "tree from 'nrirp hardware --write-sysfs' works too",
+    )
+    parser.add_argument(
+        "--memory-type",
+        metavar="NODE=TYPE",
+        action="append",
+        type=parse_memory_type,
+        default=[],
+        help="set a NUMA node's memory type (dram, pmem, hbm); repeatable",
+    )
+    parser.add_argument(
+        "--cgroup-root",
+        metavar="DIR",
+        default="/sys/fs/cgroup",
+        help="cgroup root for settings NRI cannot carry (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--config-poll-interval",
+        metavar="SECONDS",
+        type=float,
+        default=1.0,
+        help="how often to check the config file for changes; 0 disables (default: 1)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--log-format", default="text", choices=["text", "json"], help="(default: %(default)s)"
+    )
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from nrirp.adapters.system import configure_logging
+
+    configure_logging(args.log_level, args.log_format)
+    try:
+        return _run(args)
+    except Exception:
+        log.exception("nrirp run failed")
+        return EXIT_FAILURE
+
+
+def _run(args: argparse.Namespace) -> int:
+    from nrirp import __version__
+    from nrirp.adapters.system import ConfigFileError
+    from nrirp.app.containers import DaemonContainer, PolicyModuleError
+    from nrirp.domain.config import ConfigError
+    from nrirp.domain.pipeline import OperationFailedError, StateRestoreError
+    from nrirp.domain.policy import UnknownPolicyError
+    from nrirp.domain.ports.hardware import HardwareDiscoveryError
+
+    container = DaemonContainer()
+    container.config.from_dict(
+        {
+            "policy": args.policy,
+            "config_file": args.config_file,
+            "nri_socket": args.nri_socket,
+            "plugin_name": args.plugin_name,
+            "plugin_index": args.plugin_index,
+            "state_dir": args.state_dir,
+            "sysfs_root": args.sysfs_root,
+            "memory_types": dict(args.memory_type),
+            "cgroup_root": args.cgroup_root,
+        }
+    )
+    log.info(
+        "nrirp %s starting: policy %s, state dir %s, sysfs %s",
+        __version__,
+        args.policy,
+        args.state_dir,
+        args.sysfs_root,
+    )
+    try:
+        container.policy()
+        config = container.policy_config()
+    except (UnknownPolicyError, PolicyModuleError, ConfigFileError) as exc:
+        log.error("%s", exc)
+        return EXIT_CONFIG
+    except ConfigError as exc:
+        _log_config_error(f"configuration {args.config_file} is invalid", exc)
+        return EXIT_CONFIG
+    try:
+        machine = container.machine()
+    except HardwareDiscoveryError as exc:
+        log.error("hardware discovery failed: %s", exc)
+        return EXIT_HARDWARE
+    log.info(
+        "hardware: %d CPUs (%s), %d NUMA nodes",
+        len(machine.online),
+        machine.online,
+        len(machine.nodes),
+    )
+    manager = container.resource_manager()
+    store = container.state_store()
+    try:
+        outcome = manager.start(config)
+    except StateRestoreError as exc:
+        log.error("%s (state file %s)", exc, store.path)
+        return EXIT_STATE
+    except OperationFailedError as exc:
+        log.error("policy %s refused to start: %s", args.policy, exc.reason)
+        return EXIT_STATE
+    if outcome.restored:
+        log.info(
+            "restored state from %s: %d pods, %d containers%s",
+            store.path,
+            outcome.pods,
+            outcome.containers,
+            " (written by another policy: containers are allocated anew)"
+            if outcome.policy_changed
+            else "",
+        )
+    else:
+        log.info("no saved state in %s: starting empty", store.path)
+    return asyncio.run(Daemon(container, args).serve())
+
+
+def _log_config_error(headline: str, exc: Exception) -> None:
+    from nrirp.domain.config import ConfigError
+
+    problems = [str(p) for p in exc.problems] if isinstance(exc, ConfigError) else [str(exc)]
+    log.error("%s: %s", headline, "; ".join(problems), extra={"fields": {"errors": problems}})
+
+
+class Daemon:
+    """The serving phase: NRI plugin service, signals, config reloading, final flush."""
+
+    def __init__(self, container: Any, args: argparse.Namespace) -> None:
+        self.container = container
+        self.args = args
+        self.manager = container.resource_manager()
+        self.service = container.service()
+        self.watcher: Any = None
+        self.stop_signal: str | None = None
+
+    async def serve(self) -> int:
+        from nrirp.adapters.nri.stub import RegistrationError
+        from nrirp.adapters.system import ConfigFileWatcher
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stop, sig.name)
+        loop.add_signal_handler(signal.SIGHUP, self.reload, "SIGHUP")
+        poller: asyncio.Task[None] | None = None
+        if self.args.config_file:
+            self.watcher = ConfigFileWatcher(self.args.config_file)
+            if self.args.config_poll_interval > 0:
+                poller = asyncio.create_task(self._poll(self.args.config_poll_interval))
+        code = EXIT_OK
+        try:
+            await self.service.run()
+        except RegistrationError as exc:
+            log.error("%s", exc)
+            code = EXIT_REGISTRATION
+        finally:
+            if poller is not None:
+                poller.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await poller
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                loop.remove_signal_handler(sig)
+        if code == EXIT_OK and self.stop_signal is None:
+            log.info("the runtime closed the connection")
+        return self._flush(code)
+
+    def _stop(self, name: str) -> None:
+        log.info("%s received: stopping", name)
+        self.stop_signal = name
+        self.service.stop()
+
+    def _flush(self, code: int) -> int:
+        from nrirp.domain.ports.state_store import StateStoreError
+
+        store = self.container.state_store()
+        try:
+            store.close()
+        except StateStoreError as exc:
+            log.error("state not saved: %s", exc)
+            return code or EXIT_FAILURE
+        log.info("state saved to %s; stopped", store.path)
+        return code
+
+    async def _poll(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            if self.watcher is not None and self.watcher.changed():
+                self.reload("file change")
+
+    def reload(self, trigger: str) -> None:
+        """Load the config file again and apply it; a bad one leaves the old config in force."""
+        from nrirp.adapters.system import ConfigFileError, read_config_file
+        from nrirp.domain.config import ConfigError, load_policy_config
+
+        path = self.args.config_file
+        if not path:
+            log.warning("%s: no --config-file to reload", trigger)
+            return
+        if self.watcher is not None:
+            self.watcher.mark_seen()
+        try:
+            config = load_policy_config(self.args.policy, read_config_file(path))
+        except (ConfigFileError, ConfigError) as exc:
+            _log_config_error(
+                f"reload ({trigger}): new configuration {path} not applied, the old one stays",
+                exc,
+            )
+            return
+        outcome = self.manager.reconfigure(config)
+        if outcome.applied:
+            log.info(
+                "reload (%s): configuration %s applied; %d container updates",
+                trigger,
+                path,
+                outcome.updates,
+            )
+        else:
+            log.error(
+                "reload (%s): policy refused configuration %s, the old one stays: %s",
+                trigger,
+                path,
+                outcome.reason,
+            )
