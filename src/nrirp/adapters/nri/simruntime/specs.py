@@ -1,0 +1,91 @@
+"""Pods and containers as a kubelet describes them to its runtime (the simulator's input)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+from nrirp.adapters.nri.simruntime.errors import InvalidRequest
+from nrirp.adapters.nri.simruntime.kubelet import Resources, pod_qos
+from nrirp.domain.model.qos import QOSClass
+
+DEFAULT_IMAGE = "docker.io/library/busybox:1.36"
+
+
+def _names(value: str) -> str:
+    if not value or "/" in value or "\x00" in value:
+        raise InvalidRequest(f"invalid name {value!r}: must be non-empty, without '/'")
+    return value
+
+
+def _str_map(value: Mapping[str, str] | None) -> dict[str, str]:
+    out = dict(value or {})
+    for key, item in out.items():
+        if not isinstance(key, str) or not isinstance(item, str):
+            raise InvalidRequest(f"labels/annotations/env must map str to str, got {key!r}")
+    return out
+
+
+@attrs.frozen
+class ContainerSpec:
+    """A container of a pod spec.
+
+    ``cpuset_cpus``/``cpuset_mems`` are what CRI asks for (kubelet's CPU manager sets them);
+    empty means "not restricted". ``annotations`` are the container's own CRI annotations;
+    kubelet's standard ones are added by the runtime.
+    """
+
+    name: str = attrs.field(converter=_names)
+    resources: Resources = attrs.field(factory=Resources)
+    image: str = DEFAULT_IMAGE
+    command: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    args: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    env: Mapping[str, str] = attrs.field(factory=dict, converter=_str_map)
+    labels: Mapping[str, str] = attrs.field(factory=dict, converter=_str_map)
+    annotations: Mapping[str, str] = attrs.field(factory=dict, converter=_str_map)
+    cpuset_cpus: str = ""
+    cpuset_mems: str = ""
+
+
+def _containers(value: Iterable[ContainerSpec]) -> tuple[ContainerSpec, ...]:
+    items = tuple(value)
+    seen: set[str] = set()
+    for item in items:
+        if not isinstance(item, ContainerSpec):
+            raise InvalidRequest(f"containers must be ContainerSpec, got {type(item).__name__}")
+        if item.name in seen:
+            raise InvalidRequest(f"duplicate container name {item.name!r} in pod spec")
+        seen.add(item.name)
+    return items
+
+
+@attrs.frozen
+class PodSpec:
+    """A pod: metadata plus its containers, from which the QoS class and cgroup parent follow.
+
+    ``uid`` empty lets the runtime choose one (deterministically). ``ips`` are reported in the
+    pod sandbox where the emulated NRI version has the field.
+    """
+
+    name: str = attrs.field(converter=_names)
+    namespace: str = attrs.field(default="default", converter=_names)
+    containers: tuple[ContainerSpec, ...] = attrs.field(default=(), converter=_containers)
+    uid: str = ""
+    labels: Mapping[str, str] = attrs.field(factory=dict, converter=_str_map)
+    annotations: Mapping[str, str] = attrs.field(factory=dict, converter=_str_map)
+    runtime_handler: str = ""
+    host_network: bool = False
+    ips: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+
+    @property
+    def qos(self) -> QOSClass:
+        """The pod's QoS class, as kubelet derives it from its containers."""
+        return pod_qos(c.resources for c in self.containers)
+
+    def container(self, name: str) -> ContainerSpec:
+        """The spec of container ``name``."""
+        for spec in self.containers:
+            if spec.name == name:
+                return spec
+        raise InvalidRequest(f"pod {self.namespace}/{self.name} has no container {name!r}")
