@@ -6,6 +6,8 @@ import asyncio
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nrirp.adapters.nri import api
 from nrirp.adapters.nri.api import EventMask
@@ -331,6 +333,34 @@ def test_chunked_sync_is_merged_and_answered_more_until_the_last_chunk() -> None
         got_pods, got_containers = plugin.calls[0][1]
         assert [p.name for p in got_pods] == [p.name for p in pods]
         assert [c.id for c in got_containers] == [c.id for c in containers]
+        await shut(stub, peer)
+
+    arun(main)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=12),
+    st.integers(min_value=0, max_value=12),
+    st.integers(min_value=1, max_value=5),
+)
+def test_any_chunking_delivers_everything_once_in_order(
+    n_pods: int, n_containers: int, chunk: int
+) -> None:
+    async def main() -> None:
+        plugin = Recorder()
+        stub, peer, _ = await connected(plugin)
+        plugin.calls.clear()
+        pods = [pod(f"p{i}") for i in range(n_pods)]
+        containers = [container(f"c{i}") for i in range(n_containers)]
+        final, partial = await peer.synchronize(pods, containers, chunk=chunk)
+        assert all(reply.more and not reply.update for reply in partial)
+        assert len(partial) == max(0, -(-max(n_pods, n_containers, 1) // chunk) - 1)
+        assert plugin.names() == ["synchronize"]
+        got_pods, got_containers = plugin.calls[0][1]
+        assert [p.id for p in got_pods] == [p.id for p in pods]
+        assert [c.id for c in got_containers] == [c.id for c in containers]
+        assert len(final.update) == min(1, n_containers)
         await shut(stub, peer)
 
     arun(main)
