@@ -8,7 +8,9 @@ ports. Its adapters are ``Dependency`` providers that a composition fills in:
   state store, cgroupfs host control, NRI runtime updates) for ``nrirp run``;
 * :class:`EmbeddedContainer`: no NRI; the host agent supplies ``runtime_updates`` (and
   optionally ``state_store``, ``host_control``, ``hardware``) and drives ``resource_manager``;
-* ``SimulatorContainer`` (see below): fake hardware, in-memory storage, the simulated runtime.
+* :class:`SimulatorContainer`: fake hardware (a catalogue machine, a spec file or a sysfs tree),
+  in-memory storage and host control, and our NRI plugin connected to the simulated runtime
+  over a socketpair (``simulation``).
 
 Every adapter is a provider exposed at the top level of each composition and can be
 overridden before first use, e.g. ``container.state_store.override(providers.Object(store))``
@@ -27,6 +29,8 @@ Configuration keys (``container.config.from_dict({...})``):
 ``memory_types``   ``{node: MemoryType}`` overrides for discovery
 ``state_dir``      daemon: where the state file ``cache`` lives (``/var/lib/nrirp``)
 ``cgroup_root``    daemon: the cgroup root (``/sys/fs/cgroup``)
+``machine``        simulator: catalogue machine name or spec file (else ``sysfs_root``)
+``nri_version``    simulator: NRI release the simulated runtime behaves like (``v0.12.2``)
 =================  ==========================================================================
 """
 
@@ -40,9 +44,10 @@ from typing import Any
 from dependency_injector import containers, providers
 
 from nrirp.adapters.cgroups import CgroupfsHostControl
-from nrirp.adapters.memory import InMemoryStateStore
+from nrirp.adapters.memory import InMemoryHostControl, InMemoryStateStore, RecordingDecisionLog
 from nrirp.adapters.nri.resmgr.plugin import ResourceManagerPlugin
 from nrirp.adapters.nri.resmgr.service import PluginService
+from nrirp.adapters.nri.resmgr.simulation import Simulation, simulated_runtime
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
 from nrirp.adapters.nri.stub import Stub
 from nrirp.adapters.storage import FileStateStore
@@ -120,6 +125,21 @@ def discover_machine(hardware: HardwareDiscovery) -> Machine:
 
 def sysfs_discovery(root: str | None, memory_types: Mapping[int, MemoryType] | None) -> Any:
     return SysfsDiscovery(root or DEFAULT_SYSFS_ROOT, memory_types)
+
+
+def simulator_hardware(
+    machine: str | None,
+    sysfs_root: str | None,
+    memory_types: Mapping[int, MemoryType] | None,
+) -> Any:
+    """A fake machine (catalogue name or spec file), else the sysfs tree at ``sysfs_root``."""
+    if machine:
+        from nrirp.adapters.fakehw import FakeHardwareDiscovery, load_machine_or_file
+
+        return FakeHardwareDiscovery(load_machine_or_file(machine), memory_types)
+    if sysfs_root:
+        return SysfsDiscovery(sysfs_root, memory_types)
+    raise ValueError("the simulator needs a machine (config key 'machine') or 'sysfs_root'")
 
 
 def file_state_store(state_dir: str | None) -> FileStateStore:
@@ -257,3 +277,42 @@ class DaemonContainer(containers.DeclarativeContainer):
         nri_stub, plugin, config.plugin_name, config.plugin_index, config.nri_socket
     )
     service = providers.Singleton(PluginService, stub, runtime_updates)
+
+
+class SimulatorContainer(containers.DeclarativeContainer):
+    """Fake hardware, in-memory state and host control, and the simulated runtime with our
+    plugin connected to it: ``async with container.simulation() as sim:`` then drive
+    ``sim.runtime`` like a kubelet. Decisions are recorded (``decision_log().decisions``)."""
+
+    config = providers.Configuration()
+
+    hardware = providers.Singleton(
+        simulator_hardware, config.machine, config.sysfs_root, config.memory_types
+    )
+    state_store = providers.Singleton(InMemoryStateStore)
+    host_control = providers.Singleton(InMemoryHostControl)
+    runtime_updates = providers.Singleton(NriRuntimeUpdates)
+    clock = providers.Singleton(SystemClock)
+    decision_log = providers.Singleton(RecordingDecisionLog)
+    metrics: providers.Provider[Any] = providers.Object(None)
+
+    core = providers.Container(
+        CoreContainer,
+        config=config,
+        hardware=hardware,
+        state_store=state_store,
+        host_control=host_control,
+        runtime_updates=runtime_updates,
+        clock=clock,
+        decision_log=decision_log,
+        metrics=metrics,
+    )
+    machine = core.machine
+    policy_registry = core.policy_registry
+    policy = core.policy
+    policy_config = core.policy_config
+    resource_manager = core.resource_manager
+
+    runtime = providers.Singleton(simulated_runtime, machine, config.nri_version)
+    plugin = providers.Singleton(ResourceManagerPlugin, resource_manager, runtime_updates)
+    simulation = providers.Singleton(Simulation, runtime, plugin, runtime_updates)
