@@ -273,3 +273,37 @@ def test_config_errors_and_sighup_reload(
     kubelet.remove_pod(pod)
     daemon.process.stop()
     assert daemon.process.returncode == 0
+
+
+def test_prelaunched_daemon_registers_over_fd_3(
+    make_containerd: Callable[..., Containerd], tmp_path: Path, sysfs_tree: Path
+) -> None:
+    runtime = make_containerd(start=False)
+    state_dir = tmp_path / "state"
+    plugin = runtime.install_python_plugin(
+        90,
+        "resource-manager",
+        "nrirp",
+        [
+            *("run", "--policy", "template", "--state-dir", str(state_dir)),
+            *("--sysfs-root", str(sysfs_tree), "--log-format", "json"),
+        ],
+        pythonpath=[REPO],
+    )
+    runtime.start()
+    kube = Kubelet(runtime)
+    pod = kube.run_pod(PodSpec("pre", (ContainerSpec("x"),)))
+    cid = pod.container_id("x")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        cache = state_dir / "cache"
+        if cache.exists() and cid in {c["id"] for c in json.loads(cache.read_text())["containers"]}:
+            break
+        time.sleep(0.05)
+    records = [json.loads(line) for line in plugin.log_path.read_text().splitlines()]
+    registered = [r["msg"] for r in records if "registered with containerd" in r["msg"]]
+    assert len(registered) == 1 and registered[0].startswith("90-resource-manager: ")
+    state = json.loads((state_dir / "cache").read_text())
+    assert [p["id"] for p in state["pods"]] == [pod.id]
+    assert [c["id"] for c in state["containers"]] == [cid]
+    kube.remove_pod(pod)
