@@ -11,8 +11,16 @@ from typing import Any
 
 import pytest
 
+from nrirp.adapters.nri import api
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.stub import Backoff, Plugin, RegistrationError, Stub, StubError
+from nrirp.adapters.nri.stub import (
+    Backoff,
+    NotConnectedError,
+    Plugin,
+    RegistrationError,
+    Stub,
+    StubError,
+)
 from nrirp.adapters.nri.transport import ConnectionClosed, TtrpcError
 
 from .runtime_peer import RuntimeServer, arun, container, pod
@@ -258,5 +266,63 @@ def test_start_twice_is_refused_and_stop_is_idempotent() -> None:
         await stub.wait_closed()
         assert not stub.connected
         peer.close()
+
+    arun(main)
+
+
+def test_runtime_vanishing_mid_handler_drops_its_scheduled_update_and_reconnects(
+    tmp_path: Path,
+) -> None:
+    """The handler is cancelled with the connection; its deferred update fails instead of
+    reaching the runtime the plugin reconnects to."""
+
+    class Slow(Plugin):
+        def __init__(self) -> None:
+            self.stub: Stub | None = None
+            self.entered = asyncio.Event()
+            self.cancelled = False
+            self.futures: list[asyncio.Future[Any]] = []
+
+        async def create_container(self, pod: Any, container: Any) -> None:
+            assert self.stub is not None
+            self.futures.append(
+                self.stub.schedule_update_containers([api.container_update("x", cpus="1")])
+            )
+            self.entered.set()
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                self.cancelled = True
+                raise
+
+    async def main() -> None:
+        path = tmp_path / "nri.sock"
+        plugin = Slow()
+        stub = Stub(plugin, name="p", index="01", socket_path=path, reconnect=FAST, environ={})
+        plugin.stub = stub
+        server = await RuntimeServer(path).start()
+        running = asyncio.create_task(stub.run())
+        first = await server.next_peer()
+        await first.handshake()
+        request = api_pb2.CreateContainerRequest(pod=pod(), container=container())
+        call = asyncio.create_task(
+            first.call("CreateContainer", request, api_pb2.CreateContainerResponse, timeout=None)
+        )
+        await plugin.entered.wait()
+        await server.stop()  # the runtime dies while the handler runs
+        with pytest.raises(ConnectionClosed):
+            await call
+        (future,) = plugin.futures
+        with pytest.raises(NotConnectedError):
+            await asyncio.wait_for(future, 5)
+        assert plugin.cancelled
+        server = await RuntimeServer(path).start()
+        second = await server.next_peer()
+        await second.handshake()
+        await asyncio.sleep(0.05)
+        assert second.update_requests == [] and first.update_requests == []
+        stub.stop()
+        await asyncio.wait_for(running, 5)
+        await server.stop()
 
     arun(main)

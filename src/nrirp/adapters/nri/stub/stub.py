@@ -424,8 +424,10 @@ class Stub:
 
         Must not be awaited while an event handler runs (also not from tasks the handler
         started, until it has replied): that would deadlock the runtime, so it raises
-        UpdateFromHandlerError. Use :meth:`schedule_update_containers` there. Raises
-        NotConnectedError without a connection, TtrpcError if the runtime fails the call.
+        UpdateFromHandlerError. Use :meth:`schedule_update_containers` there. ``timeout``
+        bounds the wait in seconds (None: as long as the connection lives). Raises
+        NotConnectedError without a connection, TtrpcError if the runtime fails the call
+        (ConnectionClosed if the connection goes down meanwhile).
         """
         if active_scope() is not None:
             raise UpdateFromHandlerError(
@@ -433,7 +435,7 @@ class Stub:
                 "runtime holds its lock until the handler replies, so this would deadlock. Use "
                 "stub.schedule_update_containers(), which sends the updates after the reply."
             )
-        return await self._send_updates(list(updates), list(evictions), timeout)
+        return await self._send_updates(self._current, list(updates), list(evictions), timeout)
 
     def schedule_update_containers(
         self,
@@ -444,14 +446,17 @@ class Stub:
     ) -> asyncio.Future[list[api_pb2.ContainerUpdate]]:
         """Send updates without waiting; safe anywhere. Inside an event handler they are sent
         after the handler's reply. Returns a future of the failed updates (failures are also
-        logged; awaiting the future inside the handler is refused the same way)."""
+        logged; awaiting the future inside the handler is refused the same way). The updates go
+        to the connection current at scheduling: if it is gone by then, the future fails with
+        NotConnectedError rather than sending stale updates to a new connection."""
         updates, evictions = list(updates), list(evictions)
         scope = active_scope()
         loop = asyncio.get_running_loop()
+        current = self._current
         if scope is None:
-            coro = self._send_updates(updates, evictions, timeout)
+            coro = self._send_updates(current, updates, evictions, timeout)
         else:
-            coro = self._send_after(scope.replied(), updates, evictions, timeout)
+            coro = self._send_after(scope.replied(), current, updates, evictions, timeout)
         task = _GuardedTask(coro, loop=loop)
         self._background.add(task)
         task.add_done_callback(self._update_done)
@@ -460,12 +465,13 @@ class Stub:
     async def _send_after(
         self,
         replied: asyncio.Future[None],
+        current: _Connection | None,
         updates: list[api_pb2.ContainerUpdate],
         evictions: list[api_pb2.ContainerEviction],
         timeout: float | None,
     ) -> list[api_pb2.ContainerUpdate]:
         await replied
-        return await self._send_updates(updates, evictions, timeout)
+        return await self._send_updates(current, updates, evictions, timeout)
 
     def _update_done(self, task: asyncio.Task[list[api_pb2.ContainerUpdate]]) -> None:
         self._background.discard(task)
@@ -483,11 +489,11 @@ class Stub:
 
     async def _send_updates(
         self,
+        current: _Connection | None,
         updates: list[api_pb2.ContainerUpdate],
         evictions: list[api_pb2.ContainerEviction],
         timeout: float | None,
     ) -> list[api_pb2.ContainerUpdate]:
-        current = self._current
         if current is None or current.session.closed:
             raise NotConnectedError(f"plugin {self.full_name} is not connected to a runtime")
         request = api_pb2.UpdateContainersRequest(update=updates, evict=evictions)
