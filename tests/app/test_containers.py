@@ -271,3 +271,25 @@ def test_daemon_every_adapter_overrides(tmp_path: Path, sysfs_tree: Path) -> Non
     assert overrides["state_store"].saves > 0  # type: ignore[attr-defined]
     assert overrides["metrics"].operations  # type: ignore[attr-defined]
     assert not (tmp_path / "state").exists()  # the file store was never built
+
+
+def test_daemon_nri_side_follows_config_and_overrides(tmp_path: Path, sysfs_tree: Path) -> None:
+    container = daemon(
+        tmp_path,
+        sysfs_tree,
+        nri_socket=str(tmp_path / "nri.sock"),
+        plugin_name="rm",
+        plugin_index="07",
+    )
+    manager = ResourceManager(
+        policy=TemplatePolicy(), machine=expected_machine(load_machine("box-16"))
+    )
+    updates = NriRuntimeUpdates()
+    container.resource_manager.override(providers.Object(manager))
+    container.runtime_updates.override(providers.Object(updates))
+    stub = container.stub()
+    assert (stub.full_name, stub.socket_path) == ("07-rm", str(tmp_path / "nri.sock"))
+    assert stub.reconnects  # external plugin: redials
+    assert stub.plugin is container.plugin()
+    assert container.plugin().manager is manager and container.plugin().updates is updates
+    assert container.service().stub is stub and container.service().updates is updates
