@@ -112,6 +112,8 @@ class PluginConnection:
         self.turn = asyncio.Event()
         """Set when the runtime starts serving this connection (Go unblocks the mux then)."""
         self.registration: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # nobody awaits it when the runtime closes first: do not warn about it then
+        self.registration.add_done_callback(_consume)
         self.endpoint = session.open(PLUGIN_SERVICE_CONN)
         session.add_close_callback(self._session_down)
 
@@ -240,6 +242,11 @@ class PluginConnection:
             raise CallError(int(failure.code), failure.message, fatal=False) from exc
         call.done(CallOutcome.OK, reply=reply)
         return reply
+
+
+def _consume(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 @attrs.define
