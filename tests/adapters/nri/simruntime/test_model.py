@@ -196,6 +196,24 @@ def test_bad_specs_are_refused_before_anything_happens() -> None:
         SimRuntime(nri_version="seven")
     with pytest.raises(InvalidRequest, match="request_timeout must be positive"):
         SimRuntime(request_timeout=0)
+    with pytest.raises(InvalidRequest, match="resources must be Resources"):
+        ContainerSpec("c", resources={"cpu": "1"})  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequest, match="cpuset_cpus '0-x'"):
+        ContainerSpec("c", cpuset_cpus="0-x")
+
+
+def test_bad_requests_to_a_running_runtime_change_nothing() -> None:
+    async def scenario() -> None:
+        async with runtime() as rt:
+            pod, (ctr,) = await rt.run_pod(POD)
+            with pytest.raises(InvalidRequest, match="resources must be Resources"):
+                await rt.create_container(pod, "extra", resources=("1", "2"))  # type: ignore[arg-type]
+            with pytest.raises(InvalidRequest, match="resources must be Resources or Linux"):
+                await rt.update_container(ctr, {"cpu": "1"})  # type: ignore[arg-type]
+            assert [c.id for c in rt.containers()] == [ctr.id]
+            assert rt.container(ctr).resources == ctr.resources
+
+    arun(scenario)
 
 
 def test_pod_update_reaches_the_model_from_v0_10() -> None:

@@ -501,11 +501,10 @@ class SimRuntime:
     async def _stop_container_locked(self, record: ContainerRecord) -> None:
         if record.state is ContainerState.STOPPED:
             return
-        was_running = record.state is ContainerState.RUNNING
         record.pb.state = api_pb2.CONTAINER_STOPPED
         if self.version.at_least(10):
             record.pb.finished_at = self.options.clock()
-            record.pb.exit_code = 0 if was_running else 128
+            record.pb.exit_code = 0
         pod = self._model.pod_of(record)
         collector, error = await self._dispatch.stop_container(pod.pb, record.pb)
         failed = self._apply_updates(collector.updates)
@@ -588,6 +587,8 @@ class SimRuntime:
 def _as_resources(value: Resources | api_pb2.LinuxResources) -> api_pb2.LinuxResources:
     if isinstance(value, Resources):
         return linux_resources(value)
+    if not isinstance(value, api_pb2.LinuxResources):
+        raise InvalidRequest(f"resources must be Resources or LinuxResources, got {value!r}")
     out = api_pb2.LinuxResources()
     out.CopyFrom(value)
     return out

@@ -8,6 +8,7 @@ import attrs
 
 from nrirp.adapters.nri.simruntime.errors import InvalidRequest
 from nrirp.adapters.nri.simruntime.kubelet import Resources, pod_qos
+from nrirp.domain.cpuset import CPUSet, CPUSetError
 from nrirp.domain.model.qos import QOSClass
 
 DEFAULT_IMAGE = "docker.io/library/busybox:1.36"
@@ -27,6 +28,18 @@ def _str_map(value: Mapping[str, str] | None) -> dict[str, str]:
     return out
 
 
+def _resources(_instance: object, _attribute: object, value: object) -> None:
+    if not isinstance(value, Resources):
+        raise InvalidRequest(f"resources must be Resources (use Resources.of), got {value!r}")
+
+
+def _cpuset(_instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    try:
+        CPUSet.parse(value)
+    except CPUSetError as exc:
+        raise InvalidRequest(f"{attribute.name} {value!r}: {exc}") from None
+
+
 @attrs.frozen
 class ContainerSpec:
     """A container of a pod spec.
@@ -37,15 +50,15 @@ class ContainerSpec:
     """
 
     name: str = attrs.field(converter=_names)
-    resources: Resources = attrs.field(factory=Resources)
+    resources: Resources = attrs.field(factory=Resources, validator=_resources)
     image: str = DEFAULT_IMAGE
     command: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     args: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     env: Mapping[str, str] = attrs.field(factory=dict, converter=_str_map)
     labels: Mapping[str, str] = attrs.field(factory=dict, converter=_str_map)
     annotations: Mapping[str, str] = attrs.field(factory=dict, converter=_str_map)
-    cpuset_cpus: str = ""
-    cpuset_mems: str = ""
+    cpuset_cpus: str = attrs.field(default="", validator=_cpuset)
+    cpuset_mems: str = attrs.field(default="", validator=_cpuset)
 
 
 def _containers(value: Iterable[ContainerSpec]) -> tuple[ContainerSpec, ...]:
