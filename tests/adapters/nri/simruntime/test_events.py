@@ -8,6 +8,7 @@ import pytest
 
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.simruntime import (
+    AdjustmentConflict,
     CallOutcome,
     ContainerSpec,
     ContainerState,
@@ -254,5 +255,39 @@ def test_a_plugin_that_disconnects_is_skipped_at_the_next_event() -> None:
             assert gone.events_seen() == []
             assert stays.events_seen()[:2] == ["RunPodSandbox", "CreateContainer"]
             await stays.close()
+
+    arun(scenario)
+
+
+def test_two_plugins_setting_the_cpuset_fail_the_container() -> None:
+    def pin(cpus: str):  # type: ignore[no-untyped-def]
+        async def handle(_request: object) -> api_pb2.CreateContainerResponse:
+            reply = api_pb2.CreateContainerResponse()
+            reply.adjust.linux.resources.cpu.cpus = cpus
+            return reply
+
+        return handle
+
+    async def scenario() -> None:
+        async with runtime() as rt:
+            first = ScriptedPlugin("first", "10", handlers={"CreateContainer": pin("0")})
+            second = ScriptedPlugin("second", "20", handlers={"CreateContainer": pin("1")})
+            await ready(rt, first, second)
+            pod = await rt.run_pod_sandbox(POD)
+            with pytest.raises(AdjustmentConflict) as conflict:
+                await rt.create_container(pod, "app")
+            assert str(conflict.value) == (
+                'plugins "20-second" and "10-first" both tried to set CPU pinning'
+            )
+            assert rt.containers() == []
+            # both plugins stay: a conflict is nobody's fatal error
+            assert [p.name for p in rt.active_plugins()] == ["10-first", "20-second"]
+            for plugin in (first, second):
+                assert plugin.events_seen()[-3:] == [
+                    "CreateContainer",
+                    "StopContainer",
+                    "RemoveContainer",
+                ]
+                await plugin.close()
 
     arun(scenario)
