@@ -215,14 +215,22 @@ def pytest_runtest_makereport(
     if report.when != "call" or not report.failed:
         return
     funcargs = getattr(item, "funcargs", {})
-    seen: set[int] = set()
+    instances: dict[int, Containerd] = {}
     for value in funcargs.values():
-        instance = value.containerd if isinstance(value, Kubelet) else value
-        if isinstance(instance, Containerd) and id(instance) not in seen:
-            seen.add(id(instance))
-            report.sections.append(
-                (f"containerd log tail ({instance.log_path})", instance.log_tail(80))
-            )
+        found = value.containerd if isinstance(value, Kubelet) else value
+        if isinstance(found, Containerd):
+            instances.setdefault(id(found), found)
+        if isinstance(value, ContainerdFactory):  # e.g. the instances of make_containerd
+            for instance in value.instances:
+                instances.setdefault(id(instance), instance)
+    for instance in instances.values():
+        report.sections.append(
+            (f"containerd log tail ({instance.log_path})", instance.log_tail(80))
+        )
+        for log in sorted((instance.root / "plugin-logs").glob("*.log")):
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+            report.sections.append((f"pre-launched plugin log tail ({log})", tail))
+    for value in funcargs.values():
         if isinstance(value, PluginProcesses):
             for proc in value.started:
                 tail = "\n".join(proc.log_text().splitlines()[-40:])
