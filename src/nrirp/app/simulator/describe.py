@@ -1,0 +1,59 @@
+"""One-line descriptions of workload steps, for the table and the JSON document."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from nrirp.app.simulator.workload import (
+    ContainerResources,
+    CreatePod,
+    DeletePod,
+    Event,
+    Reconfigure,
+    RestartContainer,
+    Step,
+    UpdateContainer,
+)
+from nrirp.domain.config.duration import Duration
+
+
+def _quantities(values: Mapping[str, object]) -> str:
+    return ",".join(f"{name}={value}" for name, value in values.items())
+
+
+def describe_resources(resources: ContainerResources) -> str:
+    """``requests cpu=500m,memory=64Mi; limits cpu=1`` (``no requests or limits``)."""
+    parts = [
+        f"{kind} {_quantities(values)}"
+        for kind, values in (("requests", resources.requests), ("limits", resources.limits))
+        if values
+    ]
+    return "; ".join(parts) or "no requests or limits"
+
+
+def describe_step(step: Step) -> str:
+    """What the step does, e.g. ``create pod prod/web (Guaranteed; containers app, log)``."""
+    action = step.action
+    if isinstance(action, CreatePod):
+        spec = action.pod_spec()
+        names = ", ".join(c.name for c in action.containers)
+        return (
+            f"create pod {action.namespace}/{action.name} ({spec.qos.value}; "
+            f"container{'s' if len(action.containers) != 1 else ''} {names})"
+        )
+    if isinstance(action, DeletePod):
+        return f"delete pod {action.namespace}/{action.name}"
+    if isinstance(action, UpdateContainer):
+        return (
+            f"update container {action.namespace}/{action.pod}/{action.container}: "
+            f"{describe_resources(action.resources)}"
+        )
+    if isinstance(action, RestartContainer):
+        return f"restart container {action.namespace}/{action.pod}/{action.container}"
+    if isinstance(action, Reconfigure):
+        return f"reconfigure from {action.file}" if action.file else "reconfigure (inline config)"
+    if isinstance(action, Event):
+        return f"event {action.kind} from {action.source}"
+    if isinstance(action, Duration):
+        return f"sleep {action}"
+    raise TypeError(f"unknown step action {action!r}")  # pragma: no cover

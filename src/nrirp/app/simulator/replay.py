@@ -1,0 +1,311 @@
+"""Replaying a workload through the real pipeline and the simulated runtime.
+
+Every step drives the simulated runtime the way a kubelet drives containerd; the runtime calls
+our NRI plugin, which runs the resource manager and the policy, and applies the adjustments and
+updates it gets back. Policy-initiated updates (after reconfiguration, events, removals) go
+through NRI's UpdateContainers asynchronously; the replay waits until they are delivered before
+it records the state. A step that fails is recorded with its errors and the replay goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from nrirp.adapters.memory import RecordingDecisionLog
+from nrirp.adapters.nri.resmgr.simulation import Simulation
+from nrirp.adapters.nri.simruntime import (
+    ContainerState,
+    ContainerStatus,
+    PodState,
+    SimRuntime,
+    SimRuntimeError,
+)
+from nrirp.adapters.system import ConfigFileError, read_config_file
+from nrirp.app.simulator.describe import describe_step
+from nrirp.app.simulator.results import (
+    Change,
+    ContainerView,
+    PodView,
+    ReplayResult,
+    StepResult,
+)
+from nrirp.app.simulator.updates import SettledTimeoutError, SettlingRuntimeUpdates
+from nrirp.app.simulator.workload import (
+    CreatePod,
+    DeletePod,
+    Event,
+    Reconfigure,
+    RestartContainer,
+    Step,
+    UpdateContainer,
+    Workload,
+)
+from nrirp.domain.config import ConfigError, load_policy_config
+from nrirp.domain.config.duration import Duration
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.pipeline import ResourceManager
+from nrirp.domain.policy import PolicyEvent
+from nrirp.domain.ports.decisions import Severity
+
+SETTLE_TIMEOUT = 10.0
+
+
+class StepFailed(Exception):
+    """Ends a step with these errors (the replay goes on)."""
+
+    def __init__(self, *errors: str) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+class Replayer:
+    """Replays steps on a started :class:`Simulation` whose plugin drives ``manager``."""
+
+    def __init__(
+        self,
+        simulation: Simulation,
+        manager: ResourceManager,
+        updates: SettlingRuntimeUpdates,
+        decisions: Any,
+        workload: Workload,
+    ) -> None:
+        self.simulation = simulation
+        self.runtime: SimRuntime = simulation.runtime
+        self.manager = manager
+        self.updates = updates
+        self.log = decisions if isinstance(decisions, RecordingDecisionLog) else None
+        self.workload = workload
+        self._previous: dict[str, ContainerView] = {}
+
+    async def run(self) -> list[StepResult]:
+        """Replay every step in order."""
+        await self._settle([])
+        return [await self.run_step(step) for step in self.workload.steps]
+
+    async def run_step(self, step: Step) -> StepResult:
+        """Replay one step and record the state after it."""
+        decisions_before = len(self.log.decisions) if self.log else 0
+        notices_before = len(self.log.notices) if self.log else 0
+        errors: list[str] = []
+        try:
+            await self._perform(step, errors)
+        except StepFailed as failure:
+            errors.extend(failure.errors)
+        except SimRuntimeError as exc:
+            errors.append(str(exc))
+        await self._settle(errors)
+        decisions = tuple(self.log.decisions[decisions_before:]) if self.log else ()
+        notices = tuple(self.log.notices[notices_before:]) if self.log else ()
+        if isinstance(step.action, Event):
+            source = f"event {step.action.kind}"
+            errors += [
+                n.message for n in notices if n.source == source and n.severity is Severity.ERROR
+            ]
+        pods, containers = self._state()
+        return StepResult(
+            number=step.number,
+            kind=step.kind,
+            description=describe_step(step),
+            note=step.note,
+            errors=tuple(errors),
+            decisions=decisions,
+            notices=notices,
+            pods=pods,
+            containers=containers,
+            expected_error=step.expect_error,
+            unmet_expectation=step.unmet_expectation(errors),
+        )
+
+    # ------------------------------------------------------------------ actions
+    async def _perform(self, step: Step, errors: list[str]) -> None:
+        action = step.action
+        if isinstance(action, CreatePod):
+            await self._create_pod(action, errors)
+        elif isinstance(action, DeletePod):
+            pod = self.runtime.find_pod(action.namespace, action.name)
+            await self.runtime.delete_pod(pod)
+        elif isinstance(action, UpdateContainer):
+            ctr = self.runtime.find_container(action.namespace, action.pod, action.container)
+            await self.runtime.update_container(ctr, action.resources.resources)
+        elif isinstance(action, RestartContainer):
+            await self._restart(action)
+        elif isinstance(action, Reconfigure):
+            self._reconfigure(action)
+        elif isinstance(action, Event):
+            self.manager.inject_event(PolicyEvent(action.kind, action.source, action.data))
+        elif isinstance(action, Duration):
+            await asyncio.sleep(action.total_seconds())
+        else:  # pragma: no cover - the workload model has no other actions
+            raise TypeError(f"unknown step action {action!r}")
+
+    async def _create_pod(self, action: CreatePod, errors: list[str]) -> None:
+        for existing in self.runtime.pods():
+            if (
+                existing.namespace == action.namespace
+                and existing.name == action.name
+                and existing.state is PodState.READY
+            ):
+                raise StepFailed(f"pod {action.namespace}/{action.name} already exists")
+        pod = await self.runtime.run_pod_sandbox(action.pod_spec())
+        # like kubelet's SyncPod: a container that fails does not stop the others
+        for ctr in action.containers:
+            try:
+                created = await self.runtime.create_container(pod, ctr.name)
+                await self.runtime.start_container(created)
+            except SimRuntimeError as exc:
+                errors.append(f"container {ctr.name}: {exc}")
+
+    async def _restart(self, action: RestartContainer) -> None:
+        old = self.runtime.find_container(action.namespace, action.pod, action.container)
+        if old.state is not ContainerState.RUNNING:
+            raise StepFailed(
+                f"container {action.namespace}/{action.pod}/{action.container} is not running "
+                f"(state {old.state.name.lower()})"
+            )
+        await self.runtime.stop_container(old)
+        try:
+            # the spec as it is now: an in-place resize changed the pod's resources too
+            created = await self.runtime.create_container(old.pod_id, old.spec)
+            await self.runtime.start_container(created)
+        finally:
+            # kubelet garbage-collects the dead instance; the simulator does it at once
+            await self.runtime.remove_container(old)
+
+    def _reconfigure(self, action: Reconfigure) -> None:
+        policy = self.manager.policy.name
+        try:
+            if action.file:
+                path = os.path.join(self.workload.base_dir, action.file)
+                source: str | Mapping[str, Any] = read_config_file(path)
+            else:
+                source = action.config
+            config = load_policy_config(policy, source)
+        except ConfigError as exc:
+            raise StepFailed(
+                *(f"{p.path}: {p.message}" for p in exc.problems),
+                "configuration not applied, the old one stays",
+            ) from None
+        except ConfigFileError as exc:
+            raise StepFailed(str(exc), "configuration not applied, the old one stays") from None
+        outcome = self.manager.reconfigure(config)
+        if not outcome.applied:
+            raise StepFailed(
+                f"the policy refused the configuration: {outcome.reason}",
+                "configuration not applied, the old one stays",
+            )
+
+    # ------------------------------------------------------------------ state
+    async def _settle(self, errors: list[str]) -> None:
+        try:
+            await self.updates.settled(SETTLE_TIMEOUT)
+        except SettledTimeoutError as exc:
+            errors.append(str(exc))
+
+    def _state(self) -> tuple[tuple[PodView, ...], tuple[ContainerView, ...]]:
+        pods = self.runtime.pods()
+        by_id = {p.id: p for p in pods}
+        decided = {c.id: c for c in self.manager.containers()}
+        views: list[ContainerView] = []
+        current: dict[str, ContainerView] = {}
+        for status in self.runtime.containers():
+            pod = by_id[status.pod_id]
+            view = _container_view(status, pod.namespace, pod.name, pod.qos.value, decided)
+            previous = self._previous.get(view.id)
+            if previous is None:
+                change = Change.NEW
+            elif previous.settings() != view.settings():
+                change = Change.CHANGED
+            else:
+                change = Change.UNCHANGED
+            view = _evolve_change(view, change)
+            views.append(view)
+            current[view.id] = view
+        self._previous = current
+        pod_views = tuple(
+            PodView(
+                namespace=p.namespace,
+                name=p.name,
+                uid=p.uid,
+                id=p.id,
+                qos=p.qos.value,
+                cgroup_parent=p.cgroup_parent,
+                state="ready" if p.state is PodState.READY else "notready",
+            )
+            for p in pods
+        )
+        return pod_views, tuple(views)
+
+
+def _container_view(
+    status: ContainerStatus, namespace: str, pod: str, qos: str, decided: Mapping[str, Any]
+) -> ContainerView:
+    res = status.resources
+    known = decided.get(status.id)
+    return ContainerView(
+        namespace=namespace,
+        pod=pod,
+        name=status.name,
+        id=status.id,
+        state=status.state.name.lower(),
+        qos=qos,
+        cpus=res.cpus,
+        mems=res.mems,
+        cpu_shares=res.cpu_shares,
+        cpu_quota=res.cpu_quota,
+        cpu_period=res.cpu_period,
+        memory_limit=res.memory_limit,
+        oom_score_adj=status.oom_score_adj,
+        decided_cpus=None if known is None else known.cpus,
+        decided_mems=None if known is None else known.mems,
+        known_to_policy=known is not None,
+    )
+
+
+def _evolve_change(view: ContainerView, change: Change) -> ContainerView:
+    return attrs.evolve(view, change=change)
+
+
+async def replay(container: Any, workload: Workload) -> list[StepResult]:
+    """Replay ``workload`` on a :class:`SimulatorContainer` built by :func:`build_simulator`
+    whose resource manager is started; returns one result per step."""
+    updates = container.runtime_updates()
+    if not isinstance(updates, SettlingRuntimeUpdates):
+        raise TypeError("the simulator's runtime_updates must be a SettlingRuntimeUpdates")
+    async with container.simulation() as simulation:
+        replayer = Replayer(
+            simulation,
+            container.resource_manager(),
+            updates,
+            container.decision_log(),
+            workload,
+        )
+        return await replayer.run()
+
+
+def replay_result(
+    container: Any,
+    workload: Workload,
+    steps: list[StepResult],
+    *,
+    hardware: str,
+    config_file: str | None,
+) -> ReplayResult:
+    """Bundle the steps with the setting they ran in."""
+    machine = container.machine()
+    manager = container.resource_manager()
+    return ReplayResult(
+        policy=manager.policy.name,
+        hardware=hardware,
+        cpus=machine.online,
+        nodes=CPUSet.from_ids(machine.nodes),
+        nri_version=str(container.runtime().version),
+        workload=workload.source,
+        description=workload.description,
+        config_file=config_file,
+        steps=tuple(steps),
+    )

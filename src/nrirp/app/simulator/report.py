@@ -1,0 +1,237 @@
+"""Presenting a replay: the readable table and the JSON document of ``nrirp simulate``.
+
+The document is described key by key in ``docs/simulator.md``; bump ``FORMAT`` on any
+incompatible change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from nrirp.app.commands.common.hardware_report import human_size
+from nrirp.app.simulator.results import Change, ContainerView, ReplayResult, StepResult
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.ports.decisions import Decision, Notice
+
+FORMAT = "nrirp.simulate/v1"
+NOT_RESTRICTED = "-"
+EMPTY = "(empty)"
+_MARK = {Change.NEW: "+", Change.CHANGED: "*", Change.UNCHANGED: " "}
+_COLUMNS = ("POD", "CONTAINER", "STATE", "QOS", "CPUS", "MEMS", "SHARES", "QUOTA", "MEMORY")
+
+
+# ---------------------------------------------------------------------- JSON
+def _cpuset(value: CPUSet | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _decision(d: Decision) -> dict[str, Any]:
+    return {
+        "operation": d.operation,
+        "namespace": d.namespace,
+        "pod": d.pod_name,
+        "container": d.container_name,
+        "container_id": d.container_id,
+        "cpus": _cpuset(d.cpus),
+        "mems": _cpuset(d.mems),
+        "reason": d.reason,
+        "ok": d.ok,
+    }
+
+
+def _notice(n: Notice) -> dict[str, Any]:
+    return {
+        "source": n.source,
+        "severity": n.severity.value,
+        "message": n.message,
+        "container_id": n.container_id,
+    }
+
+
+def _container(c: ContainerView) -> dict[str, Any]:
+    return {
+        "namespace": c.namespace,
+        "pod": c.pod,
+        "name": c.name,
+        "id": c.id,
+        "state": c.state,
+        "qos": c.qos,
+        "cpus": _cpuset(c.cpus),
+        "mems": _cpuset(c.mems),
+        "cpu_shares": c.cpu_shares,
+        "cpu_quota": c.cpu_quota,
+        "cpu_period": c.cpu_period,
+        "memory_limit": c.memory_limit,
+        "oom_score_adj": c.oom_score_adj,
+        "change": c.change.value,
+        "decided": (
+            {"cpus": _cpuset(c.decided_cpus), "mems": _cpuset(c.decided_mems)}
+            if c.known_to_policy
+            else None
+        ),
+        "matches_decision": c.matches_decision,
+    }
+
+
+def step_document(step: StepResult) -> dict[str, Any]:
+    return {
+        "number": step.number,
+        "kind": step.kind,
+        "description": step.description,
+        "note": step.note,
+        "ok": step.ok,
+        "errors": list(step.errors),
+        "expected_error": step.expected_error,
+        "as_expected": step.as_expected,
+        "unmet_expectation": step.unmet_expectation,
+        "decisions": [_decision(d) for d in step.decisions],
+        "notices": [_notice(n) for n in step.notices],
+        "pods": [
+            {
+                "namespace": p.namespace,
+                "name": p.name,
+                "uid": p.uid,
+                "id": p.id,
+                "qos": p.qos,
+                "cgroup_parent": p.cgroup_parent,
+                "state": p.state,
+            }
+            for p in step.pods
+        ],
+        "containers": [_container(c) for c in step.containers],
+    }
+
+
+def replay_document(result: ReplayResult) -> dict[str, Any]:
+    """The whole replay as JSON-ready data."""
+    return {
+        "format": FORMAT,
+        "workload": {"source": result.workload, "description": result.description},
+        "policy": result.policy,
+        "config_file": result.config_file,
+        "hardware": {
+            "source": result.hardware,
+            "cpus": str(result.cpus),
+            "nodes": str(result.nodes),
+        },
+        "nri_version": result.nri_version,
+        "steps": [step_document(s) for s in result.steps],
+        "summary": {
+            "steps": len(result.steps),
+            "failed": len(result.failed),
+            "unexpected": len(result.unexpected),
+        },
+    }
+
+
+# ---------------------------------------------------------------------- table
+def _text(value: CPUSet | None) -> str:
+    if value is None:
+        return NOT_RESTRICTED
+    return str(value) or EMPTY
+
+
+def _quota(c: ContainerView) -> str:
+    if c.cpu_quota is None or c.cpu_quota <= 0:
+        return NOT_RESTRICTED
+    return f"{c.cpu_quota}/{c.cpu_period}" if c.cpu_period else str(c.cpu_quota)
+
+
+def _row(c: ContainerView) -> tuple[str, ...]:
+    mark = _MARK[c.change] + ("!" if not c.matches_decision else " ")
+    return (
+        mark,
+        f"{c.namespace}/{c.pod}",
+        c.name,
+        c.state,
+        c.qos,
+        _text(c.cpus),
+        _text(c.mems),
+        NOT_RESTRICTED if c.cpu_shares is None else str(c.cpu_shares),
+        _quota(c),
+        NOT_RESTRICTED if not c.memory_limit else human_size(c.memory_limit),
+    )
+
+
+def _table(containers: Sequence[ContainerView], indent: str) -> list[str]:
+    if not containers:
+        return [f"{indent}(no containers)"]
+    rows = [("  ", *_COLUMNS), *(_row(c) for c in containers)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        (indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))).rstrip()
+        for row in rows
+    ]
+
+
+def _decision_line(d: Decision) -> str:
+    return (
+        f"decision: {d.namespace}/{d.pod_name}/{d.container_name} cpus={_text(d.cpus)} "
+        f"mems={_text(d.mems)} ({d.reason})"
+    )
+
+
+def _mismatch_lines(containers: Sequence[ContainerView]) -> list[str]:
+    return [
+        f"! {c.namespace}/{c.pod}/{c.name}: runtime has cpus={_text(c.cpus)} "
+        f"mems={_text(c.mems)}, the policy decided cpus={_text(c.decided_cpus)} "
+        f"mems={_text(c.decided_mems)}"
+        for c in containers
+        if not c.matches_decision
+    ]
+
+
+def step_lines(step: StepResult) -> list[str]:
+    lines = [f"Step {step.number}: {step.description}"]
+    indent = "  "
+    if step.note:
+        lines.append(f"{indent}note: {step.note}")
+    if step.ok:
+        lines.append(f"{indent}result: ok")
+    else:
+        expected = " (as expected)" if step.as_expected else ""
+        lines.append(f"{indent}result: FAILED{expected}")
+        lines += [f"{indent}  {error}" for error in step.errors]
+    if step.unmet_expectation:
+        lines.append(f"{indent}UNEXPECTED: {step.unmet_expectation}")
+    lines += [indent + _decision_line(d) for d in step.decisions]
+    lines += [f"{indent}notice ({n.severity.value}, {n.source}): {n.message}" for n in step.notices]
+    lines += [indent + line for line in _mismatch_lines(step.containers)]
+    lines += _table(step.containers, indent)
+    return lines
+
+
+def replay_table(result: ReplayResult) -> str:
+    """The replay as readable text: a header, then each step with its outcome and table."""
+    lines = [
+        f"Workload {result.workload}" + (f": {result.description}" if result.description else ""),
+        f"Policy {result.policy}"
+        + (f" (config {result.config_file})" if result.config_file else " (default config)")
+        + f" on {result.hardware} (cpus {result.cpus}, nodes {result.nodes}); "
+        f"simulated runtime NRI {result.nri_version}",
+        f"Columns: {NOT_RESTRICTED} = not restricted or not set; + new, * changed since the "
+        "previous step, ! the runtime does not hold what the policy decided",
+    ]
+    for step in result.steps:
+        lines.append("")
+        lines += step_lines(step)
+    lines.append("")
+    lines.append(summary_line(result))
+    return "\n".join(lines)
+
+
+def _numbers(steps: Sequence[StepResult]) -> str:
+    word = "step" if len(steps) == 1 else "steps"
+    return f"{word} " + ", ".join(str(s.number) for s in steps)
+
+
+def summary_line(result: ReplayResult) -> str:
+    """``11 steps: 3 failed (steps 4, 7, 8); all as expected``."""
+    failed, unexpected = result.failed, result.unexpected
+    text = f"{len(result.steps)} steps: {len(failed)} failed"
+    if failed:
+        text += f" ({_numbers(failed)})"
+    if unexpected:
+        return text + f"; {len(unexpected)} not as expected ({_numbers(unexpected)})"
+    return text + ("; all as expected" if failed else "")

@@ -1,0 +1,130 @@
+"""What a replay produces: per step, the outcome and every container as the runtime holds it."""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.ports.decisions import Decision, Notice
+
+
+class Change(enum.Enum):
+    """How a container's row differs from the previous step."""
+
+    NEW = "new"
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+
+
+@attrs.frozen
+class PodView:
+    """A pod sandbox in the runtime after a step."""
+
+    namespace: str
+    name: str
+    uid: str
+    id: str
+    qos: str
+    cgroup_parent: str
+    state: str
+
+
+@attrs.frozen
+class ContainerView:
+    """A container as the simulated runtime runs it after a step (after every adjustment and
+    update), next to what the policy decided for it (the resource manager's cache)."""
+
+    namespace: str
+    pod: str
+    name: str
+    id: str
+    state: str
+    qos: str
+    cpus: CPUSet | None
+    mems: CPUSet | None
+    cpu_shares: int | None
+    cpu_quota: int | None
+    cpu_period: int | None
+    memory_limit: int | None
+    oom_score_adj: int | None
+    change: Change = Change.UNCHANGED
+    decided_cpus: CPUSet | None = None
+    decided_mems: CPUSet | None = None
+    known_to_policy: bool = True
+
+    @property
+    def matches_decision(self) -> bool:
+        """The runtime holds the cpus and mems the policy decided (vacuously true when the
+        resource manager does not know the container)."""
+        if not self.known_to_policy:
+            return True
+        return self.cpus == self.decided_cpus and self.mems == self.decided_mems
+
+    def settings(self) -> tuple[object, ...]:
+        return (
+            self.state,
+            self.cpus,
+            self.mems,
+            self.cpu_shares,
+            self.cpu_quota,
+            self.cpu_period,
+            self.memory_limit,
+        )
+
+
+@attrs.frozen
+class StepResult:
+    """One replayed step: what it did, whether it succeeded (``errors`` say why not), the
+    decisions and notices the resource manager recorded meanwhile, and the state after it."""
+
+    number: int
+    kind: str
+    description: str
+    note: str
+    errors: tuple[str, ...]
+    decisions: tuple[Decision, ...]
+    notices: tuple[Notice, ...]
+    pods: tuple[PodView, ...]
+    containers: tuple[ContainerView, ...]
+    expected_error: str | bool | None = None
+    unmet_expectation: str | None = None
+    """Why the outcome differs from what the step expected (``expectError``), or ``None``."""
+
+    @property
+    def ok(self) -> bool:
+        """The step succeeded."""
+        return not self.errors
+
+    @property
+    def as_expected(self) -> bool:
+        """Succeeded, or failed as ``expectError`` said it would."""
+        if self.unmet_expectation is not None:
+            return False
+        return self.ok or self.expected_error is not None
+
+
+@attrs.frozen
+class ReplayResult:
+    """A whole replay and the setting it ran in."""
+
+    policy: str
+    hardware: str
+    cpus: CPUSet
+    nodes: CPUSet
+    nri_version: str
+    workload: str
+    description: str
+    config_file: str | None
+    steps: tuple[StepResult, ...]
+
+    @property
+    def failed(self) -> tuple[StepResult, ...]:
+        """Steps that failed (expected or not)."""
+        return tuple(s for s in self.steps if not s.ok)
+
+    @property
+    def unexpected(self) -> tuple[StepResult, ...]:
+        """Steps whose outcome is not what the workload expected."""
+        return tuple(s for s in self.steps if not s.as_expected)

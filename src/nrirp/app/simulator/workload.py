@@ -1,0 +1,415 @@
+"""The simulator's workload: a YAML list of steps a cluster would make a node go through.
+
+Loading is strict (attrs + the config converter): unknown keys, wrong types and bad quantities
+are errors that name the path (``steps[2].createPod.containers[0].resources.limits.cpu``) and
+the step. The format is documented key by key in ``docs/simulator.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from nrirp.adapters.nri.simruntime import ContainerSpec, PodSpec, Resources
+from nrirp.adapters.nri.simruntime.errors import InvalidRequest
+from nrirp.adapters.nri.simruntime.kubelet import HUGEPAGES_PREFIX, QuantityValue
+from nrirp.domain.config.converter import structure
+from nrirp.domain.config.document import YAMLSyntaxError, parse_text
+from nrirp.domain.config.duration import Duration
+from nrirp.domain.config.errors import (
+    InvalidObject,
+    InvalidValue,
+    Issue,
+    Path,
+    format_path,
+    quote,
+)
+from nrirp.domain.config.quantity import Quantity
+from nrirp.domain.cpuset import CPUSet, CPUSetError
+
+CONTAINER_ANNOTATION = "/container."
+"""The reference's per-container annotation convention: ``KEY/container.NAME`` on the pod."""
+DEFAULT_NAMESPACE = "default"
+MAX_SLEEP_SECONDS = 600.0
+
+
+class WorkloadError(ValueError):
+    """A workload that cannot be replayed; ``problems`` lists every ``(path, message)``."""
+
+    def __init__(self, source: str, problems: list[tuple[str, str]]) -> None:
+        self.source = source
+        self.problems = problems
+        count = len(problems)
+        head = f"invalid workload {source} ({count} problem{'s' if count != 1 else ''})"
+        super().__init__(head + ":\n" + "\n".join(f"  {p}: {m}" for p, m in problems))
+
+
+# ---------------------------------------------------------------------- resources
+@attrs.frozen
+class ContainerResources:
+    """Kubernetes ``resources: {requests: {...}, limits: {...}}`` of one container.
+
+    Written with Kubernetes quantities (``500m``, ``2``, ``64Mi``); ``resources`` holds them
+    parsed, with the API server's defaulting (a missing request defaults to the limit).
+    """
+
+    requests: Mapping[str, QuantityValue] = attrs.field(factory=dict)
+    limits: Mapping[str, QuantityValue] = attrs.field(factory=dict)
+    resources: Resources = attrs.field(factory=Resources, eq=False)
+
+    @classmethod
+    def from_config(cls, value: Any) -> ContainerResources:
+        if not isinstance(value, Mapping):
+            raise InvalidValue(value, "expected a mapping with 'requests' and/or 'limits'")
+        issues: list[Issue] = []
+        lists: dict[str, dict[str, QuantityValue]] = {"requests": {}, "limits": {}}
+        for key, given in value.items():
+            if key not in lists:
+                issues.append(((str(key),), "unknown field"))
+            elif given is None:
+                continue
+            elif not isinstance(given, Mapping):
+                issues.append(((key,), f"invalid value {quote(given)}: expected a mapping"))
+            else:
+                issues += _quantities(key, given, lists[key])
+        if not issues:
+            try:
+                parsed = Resources.of(lists["requests"], lists["limits"])
+            except InvalidRequest as exc:
+                issues.append(((), str(exc)))
+            else:
+                return cls(lists["requests"], lists["limits"], parsed)
+        raise InvalidObject(issues)
+
+    def to_config(self) -> dict[str, Any]:
+        return {"requests": dict(self.requests), "limits": dict(self.limits)}
+
+
+def _quantities(
+    kind: str, given: Mapping[Any, Any], out: dict[str, QuantityValue]
+) -> Iterator[Issue]:
+    for name, raw in given.items():
+        path: Path = (kind, str(name))
+        if not isinstance(name, str) or not (
+            name in ("cpu", "memory") or name.startswith(HUGEPAGES_PREFIX)
+        ):
+            yield path, "unsupported resource (expected cpu, memory or hugepages-<size>)"
+            continue
+        try:
+            quantity = Quantity.from_config(raw)
+        except InvalidValue as exc:
+            yield path, exc.describe()
+            continue
+        if quantity.is_negative():
+            yield path, f"invalid value {quote(raw)}: must not be negative"
+            continue
+        out[name] = raw
+
+
+# ---------------------------------------------------------------------- steps
+def _name_problem(value: str, what: str) -> str | None:
+    if not value or "/" in value or "\x00" in value:
+        return f"invalid {what} {quote(value)}: must be non-empty, without '/'"
+    return None
+
+
+def _cpuset_problem(value: str) -> str | None:
+    if not value:
+        return None
+    try:
+        CPUSet.parse(value)
+    except CPUSetError as exc:
+        return f"invalid value {quote(value)}: expected a cpu list such as '0-3,8' ({exc})"
+    return None
+
+
+@attrs.frozen(kw_only=True)
+class ContainerDoc:
+    """A container of ``createPod``."""
+
+    name: str
+    resources: ContainerResources = attrs.field(factory=ContainerResources)
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
+    """Become pod annotations ``KEY/container.NAME`` (the reference's convention)."""
+    cpuset_cpus: str = ""
+    """CPUs CRI asks for (kubelet's static CPU manager sets them); empty: not restricted."""
+    cpuset_mems: str = ""
+
+    def config_problems(self) -> Iterator[Issue]:
+        problem = _name_problem(self.name, "container name")
+        if problem:
+            yield ("name",), problem
+        for key, value in (("cpusetCpus", self.cpuset_cpus), ("cpusetMems", self.cpuset_mems)):
+            problem = _cpuset_problem(value)
+            if problem:
+                yield (key,), problem
+        for key in self.annotations:
+            if CONTAINER_ANNOTATION in key:
+                yield (
+                    ("annotations", key),
+                    "give the plain key: the simulator adds '/container.NAME' itself",
+                )
+
+    def spec(self) -> ContainerSpec:
+        return ContainerSpec(
+            self.name,
+            resources=self.resources.resources,
+            cpuset_cpus=self.cpuset_cpus,
+            cpuset_mems=self.cpuset_mems,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class CreatePod:
+    """``createPod``: RunPodSandbox, then CreateContainer and StartContainer per container."""
+
+    name: str
+    namespace: str = DEFAULT_NAMESPACE
+    uid: str = ""
+    labels: Mapping[str, str] = attrs.field(factory=dict)
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
+    runtime_handler: str = ""
+    containers: tuple[ContainerDoc, ...] = ()
+
+    def config_problems(self) -> Iterator[Issue]:
+        for what, value in (("pod name", self.name), ("namespace", self.namespace)):
+            problem = _name_problem(value, what)
+            if problem:
+                yield ("name" if what == "pod name" else "namespace",), problem
+        if not self.containers:
+            yield ("containers",), "a pod needs at least one container"
+        seen: set[str] = set()
+        for index, ctr in enumerate(self.containers):
+            if ctr.name in seen:
+                yield ("containers", index, "name"), f"duplicate container name {quote(ctr.name)}"
+            seen.add(ctr.name)
+            for key in ctr.annotations:
+                pod_key = key + CONTAINER_ANNOTATION + ctr.name
+                if pod_key in self.annotations:
+                    yield (
+                        ("containers", index, "annotations", key),
+                        f"the pod's annotations already have {quote(pod_key)}",
+                    )
+
+    def pod_spec(self) -> PodSpec:
+        """The pod as kubelet describes it to the runtime."""
+        annotations = dict(self.annotations)
+        for ctr in self.containers:
+            for key, value in ctr.annotations.items():
+                annotations[key + CONTAINER_ANNOTATION + ctr.name] = value
+        return PodSpec(
+            self.name,
+            namespace=self.namespace,
+            containers=[c.spec() for c in self.containers],
+            uid=self.uid,
+            labels=self.labels,
+            annotations=annotations,
+            runtime_handler=self.runtime_handler,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class DeletePod:
+    """``deletePod``: stop the pod's containers and sandbox, then remove them (kubelet order)."""
+
+    name: str
+    namespace: str = DEFAULT_NAMESPACE
+
+
+@attrs.frozen(kw_only=True)
+class UpdateContainer:
+    """``updateContainer``: new requests/limits for a running container (in-place resize)."""
+
+    pod: str
+    namespace: str = DEFAULT_NAMESPACE
+    container: str
+    resources: ContainerResources
+
+
+@attrs.frozen(kw_only=True)
+class RestartContainer:
+    """``restartContainer``: the container exits and kubelet starts a new instance of it
+    (stop, create and start the next attempt, then remove the old one)."""
+
+    pod: str
+    namespace: str = DEFAULT_NAMESPACE
+    container: str
+
+
+@attrs.frozen(kw_only=True)
+class Reconfigure:
+    """``reconfigure``: a new policy configuration, inline or from a file."""
+
+    config: Any = None
+    """A bare spec or a whole custom resource (a mapping, or YAML text)."""
+    file: str = ""
+    """Path of a config file, relative to the workload file."""
+
+    def config_problems(self) -> Iterator[Issue]:
+        if (self.config is None) == (not self.file):
+            yield (), "give exactly one of 'config' or 'file'"
+        elif self.config is not None and not isinstance(self.config, Mapping | str):
+            yield ("config",), f"invalid value {quote(self.config)}: expected a mapping"
+
+
+@attrs.frozen(kw_only=True)
+class Event:
+    """``event``: a policy event injected into the pipeline (as a policy's own timer would)."""
+
+    kind: str
+    source: str = "simulator"
+    data: Any = None
+
+    def config_problems(self) -> Iterator[Issue]:
+        if not self.kind:
+            yield ("kind",), "must not be empty"
+
+
+Action = CreatePod | DeletePod | UpdateContainer | RestartContainer | Reconfigure | Event | Duration
+
+_ACTION_KEYS = (
+    "createPod",
+    "deletePod",
+    "updateContainer",
+    "restartContainer",
+    "reconfigure",
+    "event",
+    "sleep",
+)
+
+
+@attrs.frozen(kw_only=True)
+class StepDoc:
+    """One step: exactly one action key, plus an optional ``note`` and ``expectError``."""
+
+    create_pod: CreatePod | None = None
+    delete_pod: DeletePod | None = None
+    update_container: UpdateContainer | None = None
+    restart_container: RestartContainer | None = None
+    reconfigure: Reconfigure | None = None
+    event: Event | None = None
+    sleep: Duration | None = None
+    note: str = ""
+    expect_error: Any = None
+    """``true`` (the step must fail) or text the step's errors must contain."""
+
+    def actions(self) -> list[tuple[str, Action]]:
+        found = [
+            (key, getattr(self, name))
+            for key, name in zip(_ACTION_KEYS, _ACTION_ATTRS, strict=True)
+            if getattr(self, name) is not None
+        ]
+        return found
+
+    def config_problems(self) -> Iterator[Issue]:
+        given = [key for key, _ in self.actions()]
+        if len(given) != 1:
+            what = "none" if not given else " and ".join(given)
+            yield (), f"expected exactly one of {', '.join(_ACTION_KEYS)}; got {what}"
+        if self.expect_error is not None and not (
+            self.expect_error is True or (isinstance(self.expect_error, str) and self.expect_error)
+        ):
+            yield (
+                ("expectError",),
+                f"invalid value {quote(self.expect_error)}: expected true or a non-empty text",
+            )
+        if self.sleep is not None and not (0 <= self.sleep.total_seconds() <= MAX_SLEEP_SECONDS):
+            yield ("sleep",), f"invalid value {quote(str(self.sleep))}: expected 0 to 10m"
+
+
+_ACTION_ATTRS = (
+    "create_pod",
+    "delete_pod",
+    "update_container",
+    "restart_container",
+    "reconfigure",
+    "event",
+    "sleep",
+)
+
+
+@attrs.frozen(kw_only=True)
+class WorkloadDoc:
+    description: str = ""
+    steps: tuple[StepDoc, ...] = ()
+
+
+# ---------------------------------------------------------------------- the loaded workload
+@attrs.frozen
+class Step:
+    """A step ready to replay: its 1-based ``number``, the action and its key, the note."""
+
+    number: int
+    kind: str
+    action: Action
+    note: str = ""
+    expect_error: str | bool | None = None
+    """``True``: the step must fail; text: its errors must contain it; ``None``: must succeed."""
+
+    def unmet_expectation(self, errors: Sequence[str]) -> str | None:
+        """Why the outcome (``errors``) is not what the step expects, or ``None``."""
+        if self.expect_error is None:
+            return None
+        if not errors:
+            return "the step was expected to fail"
+        expected = self.expect_error
+        if expected is True or (isinstance(expected, str) and expected in "\n".join(errors)):
+            return None
+        return f"the step was expected to fail with {quote(expected)}"
+
+
+@attrs.frozen
+class Workload:
+    """A parsed workload: the steps in order, the description, and where it came from
+    (``base_dir`` resolves relative config file paths)."""
+
+    steps: tuple[Step, ...]
+    description: str = ""
+    source: str = "<workload>"
+    base_dir: str = "."
+
+
+def _issue_text(path: Path) -> str:
+    text = format_path(path)
+    if len(path) >= 2 and path[0] == "steps" and isinstance(path[1], int):
+        text += f" (step {path[1] + 1})"
+    return text
+
+
+def parse_workload(source: str | Any, *, name: str = "<workload>", base_dir: str = ".") -> Workload:
+    """A workload from YAML/JSON text or parsed data: a list of steps, or a mapping with
+    ``steps`` (and an optional ``description``). Raises :class:`WorkloadError` listing every
+    problem with its path."""
+    data: Any = source
+    if isinstance(source, str):
+        try:
+            data = parse_text(source)
+        except YAMLSyntaxError as exc:
+            raise WorkloadError(name, [("<document>", str(exc))]) from None
+    if isinstance(data, list):
+        data = {"steps": data}
+    if not isinstance(data, Mapping):
+        found = "nothing" if data is None else type(data).__name__
+        raise WorkloadError(
+            name, [("<document>", f"expected a list of steps or a mapping, got {found}")]
+        )
+    doc, issues = structure(data, WorkloadDoc)
+    if issues or doc is None:
+        raise WorkloadError(name, [(_issue_text(path), message) for path, message in issues])
+    if not doc.steps:
+        raise WorkloadError(name, [("steps", "the workload has no steps")])
+    steps = []
+    for number, step in enumerate(doc.steps, start=1):
+        ((kind, action),) = step.actions()
+        steps.append(Step(number, kind, action, step.note, step.expect_error))
+    return Workload(tuple(steps), doc.description, name, base_dir)
+
+
+def load_workload(path: str) -> Workload:
+    """Read and parse the workload file at ``path`` (``OSError`` if unreadable)."""
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    return parse_workload(text, name=path, base_dir=os.path.dirname(os.path.abspath(path)))

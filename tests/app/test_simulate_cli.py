@@ -1,0 +1,294 @@
+"""``nrirp simulate`` through the CLI: the example workloads, the table, the JSON document."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nrirp.app.cli import main
+from nrirp.app.commands.simulate import (
+    EXIT_HARDWARE,
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_START,
+    EXIT_STEPS,
+)
+from nrirp.domain.cpuset import CPUSet
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+WORKLOADS = EXAMPLES / "workloads"
+EXCLUSIVE = str(EXAMPLES / "policies" / "exclusive_cpus.py")
+TEMPLATE_WORKLOAD = str(WORKLOADS / "template-box16.yaml")
+EXCLUSIVE_WORKLOAD = str(WORKLOADS / "exclusive-cpus.yaml")
+EXCLUSIVE_ARGS = ["--policy", "exclusive-cpus", "--policy-module", EXCLUSIVE]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["simulate", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def document(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == EXIT_OK, err
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def table_rows(block: str) -> dict[str, list[str]]:
+    """``namespace/pod/container`` -> the table cells after the marker, from one step's block."""
+    rows: dict[str, list[str]] = {}
+    lines = block.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("POD "))
+    for line in lines[start + 1 :]:
+        if not line.startswith("  ") or not line.strip():
+            break
+        cells = line[6:].split()
+        rows[f"{cells[0]}/{cells[1]}"] = cells[2:]
+    return rows
+
+
+def step_blocks(out: str) -> list[str]:
+    return out.split("\nStep ")[1:]
+
+
+def test_template_on_box16_shows_what_kubelet_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "--machine", "box-16", "--policy", "template", "--workload", TEMPLATE_WORKLOAD
+    )
+    assert code == EXIT_OK
+    header = out.splitlines()[:3]
+    assert header[0].startswith(f"Workload {TEMPLATE_WORKLOAD}: three QoS classes")
+    assert header[1] == (
+        "Policy template (default config) on fake machine box-16 (cpus 0-15, nodes 0-3); "
+        "simulated runtime NRI v0.12.2"
+    )
+    blocks = step_blocks(out)
+    assert len(blocks) == 6
+    assert "decision:" not in out  # the template policy decides nothing
+    rows = table_rows(blocks[2])  # after the three pods
+    #                      STATE      QOS           CPUS   MEMS SHARES  QUOTA            MEMORY
+    assert rows == {
+        "prod/web/app": ["running", "Burstable", "-", "-", "512", "100000/100000", "256", "MiB"],
+        "prod/web/log-shipper": ["running", "Burstable", "-", "-", "102", "-", "-"],
+        "prod/db/postgres": [
+            *("running", "Guaranteed", "2-3", "-", "2048", "200000/100000", "1", "GiB"),
+        ],
+        "default/scratch/shell": ["running", "BestEffort", "-", "-", "2", "-", "-"],
+    }
+    resized = table_rows(blocks[3])["prod/web/app"]
+    assert resized[4:] == ["1024", "200000/100000", "512", "MiB"]
+    assert "\n  *   prod/web" in blocks[3]  # marked as changed
+    assert "default/scratch/shell" in table_rows(blocks[4])
+    assert "default/scratch/shell" not in table_rows(blocks[5])
+    assert out.rstrip().endswith("6 steps: 0 failed")
+
+
+def test_exclusive_example_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys, "--machine", "box-16", *EXCLUSIVE_ARGS, "--workload", EXCLUSIVE_WORKLOAD
+    )
+    assert code == EXIT_OK, err
+    blocks = step_blocks(out)
+    assert table_rows(blocks[1])["shop/db/postgres"][:4] == ["running", "Guaranteed", "0-3", "0"]
+    assert table_rows(blocks[1])["shop/frontend/nginx"][2] == "4-15"
+    assert "  decision: shop/db/postgres cpus=0-3 mems=0 (4 exclusive CPUs)" in blocks[1]
+    assert "  result: FAILED (as expected)\n" in blocks[3]
+    assert "  result: FAILED (as expected)\n    reservedResources.cpus: unknown field" in blocks[6]
+    assert out.rstrip().endswith("11 steps: 3 failed (steps 4, 7, 8); all as expected")
+    assert err == ""  # component logs stay quiet at the default level
+
+
+def test_json_document_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = document(capsys, "--machine", "box-16", *EXCLUSIVE_ARGS, "--workload", EXCLUSIVE_WORKLOAD)
+    assert list(doc) == [
+        "format",
+        "workload",
+        "policy",
+        "config_file",
+        "hardware",
+        "nri_version",
+        "steps",
+        "summary",
+    ]
+    assert doc["format"] == "nrirp.simulate/v1" and doc["policy"] == "exclusive-cpus"
+    assert doc["workload"]["source"] == EXCLUSIVE_WORKLOAD
+    assert doc["hardware"] == {"source": "fake machine box-16", "cpus": "0-15", "nodes": "0-3"}
+    assert doc["summary"] == {"steps": 11, "failed": 3, "unexpected": 0}
+    step = doc["steps"][1]
+    assert list(step) == [
+        "number",
+        "kind",
+        "description",
+        "note",
+        "ok",
+        "errors",
+        "expected_error",
+        "as_expected",
+        "unmet_expectation",
+        "decisions",
+        "notices",
+        "pods",
+        "containers",
+    ]
+    assert (step["number"], step["kind"], step["ok"]) == (2, "createPod", True)
+    assert step["description"] == "create pod shop/db (Guaranteed; container postgres)"
+    assert step["decisions"][0] == {
+        "operation": "create-container",
+        "namespace": "shop",
+        "pod": "db",
+        "container": "postgres",
+        "container_id": step["containers"][2]["id"],
+        "cpus": "0-3",
+        "mems": "0",
+        "reason": "4 exclusive CPUs",
+        "ok": True,
+    }
+    pod = step["pods"][1]
+    assert set(pod) == {"namespace", "name", "uid", "id", "qos", "cgroup_parent", "state"}
+    assert pod["cgroup_parent"] == f"/kubepods/pod{pod['uid']}" and pod["state"] == "ready"
+    postgres = step["containers"][2]
+    assert postgres == {
+        "namespace": "shop",
+        "pod": "db",
+        "name": "postgres",
+        "id": postgres["id"],
+        "state": "running",
+        "qos": "Guaranteed",
+        "cpus": "0-3",
+        "mems": "0",
+        "cpu_shares": 4096,
+        "cpu_quota": 400000,
+        "cpu_period": 100000,
+        "memory_limit": 2 << 30,
+        "oom_score_adj": -997,
+        "change": "new",
+        "decided": {"cpus": "0-3", "mems": "0"},
+        "matches_decision": True,
+    }
+    assert len(postgres["id"]) == 64
+    refused = doc["steps"][3]
+    assert refused["ok"] is False and refused["as_expected"] is True
+    assert refused["expected_error"] == "cannot give crunch 12 exclusive CPUs"
+    assert refused["notices"][0]["severity"] == "error"
+    assert set(refused["notices"][0]) == {"source", "severity", "message", "container_id"}
+    # the same workload gives the same document (ids and uids are deterministic)
+    again = document(
+        capsys, "--machine", "box-16", *EXCLUSIVE_ARGS, "--workload", EXCLUSIVE_WORKLOAD
+    )
+    assert again == doc
+
+
+def test_unexpected_failures_exit_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    workload = tmp_path / "w.yaml"
+    workload.write_text("- deletePod: {name: nope}\n- sleep: 0s\n")
+    code, out, _ = run(
+        capsys, "--machine", "box-16", "--policy", "none", "--workload", str(workload)
+    )
+    assert code == EXIT_STEPS
+    assert "result: FAILED\n    no pod sandbox default/nope" in out
+    assert out.rstrip().endswith("2 steps: 1 failed (step 1); 1 not as expected (step 1)")
+
+
+SMALL = "- createPod: {name: p, containers: [{name: c}]}\n"
+
+
+def test_config_file_and_sysfs_root(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("reservedResources: {cpu: 'cpuset:0'}\n")
+    workload = tmp_path / "w.yaml"
+    workload.write_text(SMALL)
+    doc = document(
+        capsys,
+        "--sysfs-root",
+        "/sys",
+        *EXCLUSIVE_ARGS,
+        "--config",
+        str(config),
+        "--workload",
+        str(workload),
+    )
+    assert doc["config_file"] == str(config) and doc["hardware"]["source"] == "sysfs at /sys"
+    online = CPUSet.parse(doc["hardware"]["cpus"])
+    (ctr,) = doc["steps"][0]["containers"]
+    # the shared pool is every online CPU but the reserved CPU 0
+    assert ctr["cpus"] == str(online - CPUSet.of(0))
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["--policy", "nope"], EXIT_INPUT, "unknown policy 'nope'"),
+        (["--policy", "template", "--machine", "box-99"], EXIT_HARDWARE, "box-99"),
+        (["--policy", "template", "--sysfs-root", "/nonexistent"], EXIT_HARDWARE, "discovery"),
+        (["--policy", "template", "--policy-module", "no.such.mod"], EXIT_INPUT, "no.such.mod"),
+        (["--policy", "template", "--policy-module", "/no/file.py"], EXIT_INPUT, "no such file"),
+        (["--policy", "template", "--nri-version", "v9"], EXIT_INPUT, "invalid NRI version"),
+        (["--policy", "template", "--config", "/no/config.yaml"], EXIT_INPUT, "/no/config.yaml"),
+    ],
+)
+def test_input_errors(
+    capsys: pytest.CaptureFixture[str], argv: list[str], code: int, message: str
+) -> None:
+    found, out, err = run(capsys, *argv, "--workload", TEMPLATE_WORKLOAD)
+    assert found == code and out == ""
+    assert err.startswith("nrirp simulate: ") and message in err
+
+
+def test_invalid_workload_and_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    workload = tmp_path / "w.yaml"
+    workload.write_text("- createPod: {name: p, containers: [{name: c, resources: {x: {}}}]}\n")
+    code, out, err = run(capsys, "--policy", "template", "--workload", str(workload))
+    assert code == EXIT_INPUT and out == ""
+    assert "steps[0].createPod.containers[0].resources.x (step 1): unknown field" in err
+    code, _, err = run(capsys, "--policy", "template", "--workload", str(tmp_path / "no.yaml"))
+    assert code == EXIT_INPUT and "cannot read workload" in err
+    config = tmp_path / "c.yaml"
+    config.write_text("reservedResources: {cpus: 1}\n")
+    code, _, err = run(
+        capsys, "--policy", "template", "--config", str(config), "--workload", TEMPLATE_WORKLOAD
+    )
+    assert code == EXIT_INPUT and "reservedResources.cpus: unknown field" in err
+
+
+def test_policy_refusing_to_start(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("availableResources: {cpu: 'cpuset:100-101'}\n")
+    code, _, err = run(
+        capsys,
+        "--machine",
+        "box-16",
+        *EXCLUSIVE_ARGS,
+        "--config",
+        str(config),
+        "--workload",
+        TEMPLATE_WORKLOAD,
+    )
+    assert code == EXIT_START and "refused to start: CPUs 100-101 are not online" in err
+
+
+def test_console_entry_point_with_policy_modules_env(tmp_path: Path) -> None:
+    env = {**os.environ, "NRIRP_POLICY_MODULES": "tests.app.simulator.policies"}
+    workload = tmp_path / "w.yaml"
+    workload.write_text(SMALL)
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "nrirp", "simulate", "--machine", "box-16"),
+            *("--policy", "sim-move", "--workload", str(workload), "--json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=Path(__file__).parents[2],
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [c["cpus"] for c in doc["steps"][0]["containers"]] == ["0"]
