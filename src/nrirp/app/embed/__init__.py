@@ -1,1 +1,53 @@
-"""The embedding API: the resource-manager engine for a host agent (see docs/embedding.md)."""
+"""The embedding API: the resource-manager engine for a host agent (``docs/embedding.md``).
+
+- :class:`Engine`: build it with the agent's adapters (:meth:`Engine.build`), then call one
+  method per pod/container lifecycle hook with neutral objects; get adjustments and updates.
+- :class:`KubernetesPod`: neutral pods and containers from Kubernetes pod specs.
+- The neutral values and results, re-exported: :class:`Pod`, :class:`Container`,
+  :class:`ContainerState`, :class:`LinuxResources`, :class:`Adjustment`, :class:`Update`,
+  :class:`CreateResult`, :class:`ReconfigureOutcome`, :class:`StartOutcome`,
+  :class:`OperationFailedError`, :class:`PolicyEvent`.
+"""
+
+from nrirp.adapters.nri.simruntime import CgroupDriver, Resources
+from nrirp.app.embed.engine import CallbackRuntimeUpdates, ConfigSource, Engine
+from nrirp.app.embed.kubernetes import KubernetesPod, ManifestError, resources_of
+from nrirp.domain.model import (
+    Adjustment,
+    Container,
+    ContainerState,
+    LinuxResources,
+    Pod,
+    QOSClass,
+    Update,
+)
+from nrirp.domain.pipeline import (
+    CreateResult,
+    OperationFailedError,
+    ReconfigureOutcome,
+    StartOutcome,
+)
+from nrirp.domain.policy import PolicyEvent
+
+__all__ = [
+    "Adjustment",
+    "CallbackRuntimeUpdates",
+    "CgroupDriver",
+    "ConfigSource",
+    "Container",
+    "ContainerState",
+    "CreateResult",
+    "Engine",
+    "KubernetesPod",
+    "LinuxResources",
+    "ManifestError",
+    "OperationFailedError",
+    "Pod",
+    "PolicyEvent",
+    "QOSClass",
+    "ReconfigureOutcome",
+    "Resources",
+    "StartOutcome",
+    "Update",
+    "resources_of",
+]

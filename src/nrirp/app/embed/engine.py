@@ -1,0 +1,295 @@
+"""``Engine``: the resource manager for a host agent that owns the runtime side itself.
+
+The agent (koordlet-style: it already receives pod and container lifecycle hooks from its
+runtime, through NRI, a CRI proxy or its own hooks) builds an engine with its adapters and
+calls one method per hook with neutral objects; the engine returns what to change:
+
+================================  =========================================================
+hook (koordlet / NRI)             engine method -> result
+================================  =========================================================
+Synchronize                       :meth:`synchronize` -> updates for existing containers
+RunPodSandbox                     :meth:`run_pod_sandbox`
+StopPodSandbox / RemovePodSandbox :meth:`stop_pod_sandbox` / :meth:`remove_pod_sandbox`
+CreateContainer                   :meth:`create_container` -> adjustment + updates (others)
+PostCreateContainer               :meth:`post_create_container`
+StartContainer / PostStart...     :meth:`start_container` / :meth:`post_start_container`
+UpdateContainer                   :meth:`update_container` -> updates
+PostUpdateContainer               :meth:`post_update_container`
+StopContainer                     :meth:`stop_container` -> updates for others
+RemoveContainer                   :meth:`remove_container`
+================================  =========================================================
+
+Updates the runtime did not ask for (after a reconfiguration, a policy event, a removal) go to
+the agent's ``runtime_updates`` adapter. A refusal raises :class:`OperationFailedError` whose
+``reason`` the agent passes on (the container's creation fails with it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from dependency_injector import providers
+
+from nrirp.app.containers import EmbeddedContainer
+from nrirp.app.embed.policy_modules import resolve_policy_modules
+from nrirp.domain.config import ConfigError, PolicyConfig, load_policy_config
+from nrirp.domain.model import Container, LinuxResources, Pod, Update
+from nrirp.domain.pipeline import (
+    CreateResult,
+    ReconfigureOutcome,
+    ResourceManager,
+    StartOutcome,
+)
+from nrirp.domain.policy import MetricSample, Policy, PolicyEvent, TopologyZone
+from nrirp.domain.ports.clock import Clock
+from nrirp.domain.ports.decisions import DecisionLog
+from nrirp.domain.ports.hardware import HardwareDiscovery
+from nrirp.domain.ports.host_control import HostControl
+from nrirp.domain.ports.metrics import Metrics
+from nrirp.domain.ports.runtime_updates import RuntimeUpdates
+from nrirp.domain.ports.state_store import StateStore
+from nrirp.domain.topology import Machine, MemoryType
+
+ConfigSource = PolicyConfig | Mapping[str, Any] | str
+"""A configuration: loaded, or a bare spec / custom resource as data or YAML/JSON text."""
+
+
+class CallbackRuntimeUpdates:
+    """``RuntimeUpdates`` over a plain function. The function is called with the pipeline
+    held, so it must only hand the updates over (queue them), never wait for the runtime."""
+
+    def __init__(self, deliver: Callable[[Sequence[Update]], None]) -> None:
+        self._deliver = deliver
+
+    def submit(self, updates: Sequence[Update]) -> None:
+        self._deliver(list(updates))
+
+
+def _as_runtime_updates(value: RuntimeUpdates | Callable[[Sequence[Update]], None]) -> Any:
+    if callable(getattr(value, "submit", None)):
+        return value
+    if callable(value):
+        return CallbackRuntimeUpdates(value)
+    raise TypeError("runtime_updates must have submit(updates) or be a function of the updates")
+
+
+class Engine:
+    """One resource-manager engine: a policy over the pods and containers of one node.
+
+    Build it with :meth:`build` (or wrap an :class:`EmbeddedContainer` you composed yourself),
+    call :meth:`start`, then feed the lifecycle hooks. All methods are thread-safe and run one
+    at a time.
+    """
+
+    def __init__(self, container: EmbeddedContainer, config: PolicyConfig | None = None) -> None:
+        self.container = container
+        self._config = config
+
+    @classmethod
+    def build(
+        cls,
+        policy: str | Policy,
+        *,
+        runtime_updates: RuntimeUpdates | Callable[[Sequence[Update]], None],
+        config: ConfigSource | None = None,
+        config_file: str | None = None,
+        machine: Machine | None = None,
+        hardware: HardwareDiscovery | None = None,
+        sysfs_root: str | None = None,
+        memory_types: Mapping[int, MemoryType] | None = None,
+        state_store: StateStore | None = None,
+        host_control: HostControl | None = None,
+        clock: Clock | None = None,
+        decision_log: DecisionLog | None = None,
+        metrics: Metrics | None = None,
+        policy_modules: Sequence[str] | None = None,
+    ) -> Engine:
+        """An engine on :class:`EmbeddedContainer` with the agent's adapters.
+
+        ``policy`` is a registered name (built-in, or from ``policy_modules``: module names or
+        ``.py`` files, default ``NRIRP_POLICY_MODULES``) or a policy object. The configuration
+        is ``config`` or the file ``config_file`` (default: the saved one, else the policy's
+        defaults). Hardware: ``machine``, else ``hardware`` discovery, else the sysfs tree at
+        ``sysfs_root`` (``/sys``). State is kept in memory unless ``state_store`` is given;
+        no host-side settings are applied without ``host_control``; decisions are logged to
+        the ``nrirp.decisions`` logger unless ``decision_log`` is given.
+
+        Raises ``ConfigError`` for an invalid configuration, ``UnknownPolicyError``,
+        ``PolicyModuleError``, ``ConfigFileError`` or ``HardwareDiscoveryError``.
+        """
+        name = policy if isinstance(policy, str) else policy.name
+        container = EmbeddedContainer()
+        container.config.from_dict(
+            {
+                "policy": name,
+                "config_file": config_file,
+                "policy_modules": resolve_policy_modules(policy_modules),
+                "sysfs_root": sysfs_root,
+                "memory_types": dict(memory_types or {}),
+            }
+        )
+        container.runtime_updates.override(providers.Object(_as_runtime_updates(runtime_updates)))
+        overrides: dict[str, object | None] = {
+            "machine": machine,
+            "hardware": hardware,
+            "state_store": state_store,
+            "host_control": host_control,
+            "clock": clock,
+            "decision_log": decision_log,
+            "metrics": metrics,
+        }
+        for key, value in overrides.items():
+            if value is not None:
+                getattr(container, key).override(providers.Object(value))
+        if not isinstance(policy, str):
+            container.policy.override(providers.Object(policy))
+        loaded = None
+        if config is not None:
+            loaded = (
+                config if isinstance(config, PolicyConfig) else load_policy_config(name, config)
+            )
+        engine = cls(container, loaded if isinstance(loaded, PolicyConfig) else None)
+        engine.manager  # noqa: B018 - build now: bad hardware, policy or config fail here
+        return engine
+
+    # ------------------------------------------------------------------ the parts
+    @property
+    def manager(self) -> ResourceManager:
+        """The resource manager (the pipeline) this engine drives."""
+        manager: ResourceManager = self.container.resource_manager()
+        return manager
+
+    @property
+    def machine(self) -> Machine:
+        return self.manager.machine
+
+    @property
+    def memory_capacity(self) -> int:
+        """The node's memory in bytes (kubelet's OOM score adjustment needs it)."""
+        return sum(n.memory_bytes for n in self.machine.nodes.values())
+
+    @property
+    def policy(self) -> Policy:
+        return self.manager.policy
+
+    @property
+    def config(self) -> PolicyConfig | None:
+        """The configuration in force."""
+        return self.manager.config
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> StartOutcome:
+        """Restore the saved state (if the state store has one) and start the policy.
+
+        Raises ``StateRestoreError`` or ``OperationFailedError`` (the policy refused its
+        configuration); nothing is changed then."""
+        config = self._config
+        if config is None:
+            config = self.container.policy_config()
+        return self.manager.start(config)
+
+    def close(self) -> None:
+        """Flush and close the state store, if it can be closed."""
+        close = getattr(self.container.state_store(), "close", None)
+        if callable(close):
+            close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ hooks
+    def synchronize(self, pods: Sequence[Pod], containers: Sequence[Container]) -> list[Update]:
+        """Everything the runtime runs (at start and after a reconnect): containers gone are
+        released, new ones allocated, survivors keep their resources."""
+        return self.manager.synchronize(pods, containers)
+
+    def run_pod_sandbox(self, pod: Pod) -> None:
+        self.manager.run_pod(pod)
+
+    def stop_pod_sandbox(self, pod: Pod) -> None:
+        self.manager.stop_pod(pod)
+
+    def remove_pod_sandbox(self, pod: Pod) -> None:
+        self.manager.remove_pod(pod)
+
+    def create_container(self, pod: Pod, container: Container) -> CreateResult:
+        """The adjustment for the container being created (``result.adjustment``) and updates
+        for other containers (``result.updates``). Raises ``OperationFailedError`` when the
+        policy refuses it; fail the creation with ``error.reason`` then."""
+        return self.manager.create_container(pod, container)
+
+    def post_create_container(self, pod: Pod, container: Container) -> None:
+        self.manager.post_create(pod, container)
+
+    def start_container(self, pod: Pod, container: Container) -> None:
+        self.manager.start_container(pod, container)
+
+    def post_start_container(self, pod: Pod, container: Container) -> None:
+        """The container runs (give its ``pid``/``cgroups_path``: host settings apply now)."""
+        self.manager.post_start(pod, container)
+
+    def update_container(
+        self, pod: Pod, container: Container, resources: LinuxResources
+    ) -> list[Update]:
+        """The container's resources are being changed to ``resources``; the updates may
+        include one for this container that amends the change."""
+        return self.manager.update_container(pod, container, resources)
+
+    def post_update_container(self, pod: Pod, container: Container) -> None:
+        self.manager.post_update(pod, container)
+
+    def stop_container(self, pod: Pod, container: Container) -> list[Update]:
+        """The container stopped; returns updates for the others."""
+        return self.manager.stop_container(pod, container)
+
+    def remove_container(self, pod: Pod, container: Container) -> None:
+        self.manager.remove_container(pod, container)
+
+    # ------------------------------------------------------------------ control
+    def reconfigure(self, config: ConfigSource) -> ReconfigureOutcome:
+        """Apply a new configuration; if it is invalid or the policy refuses it, the old one
+        stays and the outcome says why."""
+        if not isinstance(config, PolicyConfig):
+            try:
+                config = load_policy_config(self.policy.name, config)
+            except ConfigError as exc:
+                return ReconfigureOutcome(False, "; ".join(str(p) for p in exc.problems))
+        return self.manager.reconfigure(config)
+
+    def inject_event(self, event: PolicyEvent) -> None:
+        """Have the policy handle ``event`` (a timer, an external signal)."""
+        self.manager.inject_event(event)
+
+    def updates_failed(self, updates: Sequence[Update], reason: str) -> None:
+        """The runtime refused ``updates`` the engine handed to ``runtime_updates``."""
+        self.manager.updates_failed(updates, reason)
+
+    # ------------------------------------------------------------------ queries
+    def pods(self) -> list[Pod]:
+        return self.manager.pods()
+
+    def containers(self) -> list[Container]:
+        return self.manager.containers()
+
+    def container_by_id(self, container_id: str) -> Container | None:
+        """The container as the engine holds it (its ``resources`` after every decision)."""
+        return self.manager.container(container_id)
+
+    def describe(self) -> Mapping[str, Any]:
+        return self.manager.describe()
+
+    def topology_zones(self) -> Sequence[TopologyZone]:
+        return self.manager.topology_zones()
+
+    def policy_metrics(self) -> Sequence[MetricSample]:
+        return self.manager.policy_metrics()
