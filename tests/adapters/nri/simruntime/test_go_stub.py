@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import attrs
 import pytest
 
 from nrirp.adapters.nri.simruntime import (
@@ -54,9 +55,15 @@ def nristub() -> Path:
     return binary
 
 
+@attrs.define
+class GoPlugin:
+    process: asyncio.subprocess.Process
+    lines: list[str]
+
+
 @asynccontextmanager
-async def go_plugin(binary: Path, socket: Path, *args: str) -> AsyncIterator[list[str]]:
-    """Run nristub against ``socket``; yields its stderr lines as they come."""
+async def go_plugin(binary: Path, socket: Path, *args: str) -> AsyncIterator[GoPlugin]:
+    """Run nristub against ``socket``; its stderr lines are collected as they come."""
     lines: list[str] = []
     process = await asyncio.create_subprocess_exec(
         str(binary),
@@ -74,7 +81,7 @@ async def go_plugin(binary: Path, socket: Path, *args: str) -> AsyncIterator[lis
 
     reader = asyncio.create_task(read())
     try:
-        yield lines
+        yield GoPlugin(process, lines)
     finally:
         if process.returncode is None:
             process.kill()
@@ -83,12 +90,15 @@ async def go_plugin(binary: Path, socket: Path, *args: str) -> AsyncIterator[lis
 
 
 async def wait_line(lines: list[str], text: str, timeout: float = 10) -> str:
-    async with asyncio.timeout(timeout):
-        while True:
-            for line in lines:
-                if text in line:
-                    return line
-            await asyncio.sleep(0.02)
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                for line in lines:
+                    if text in line:
+                        return line
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"no {text!r} from nristub in {timeout} s; it said: {lines}") from None
 
 
 @pytest.mark.parametrize("version", ["v0.6.1", "v0.12.2"])
@@ -100,7 +110,8 @@ def test_go_stub_registers_synchronizes_and_pins_containers(
     async def scenario() -> None:
         async with runtime(socket_path=sock, nri_version=version) as rt:
             existing, _ = await rt.run_pod(POD)
-            async with go_plugin(nristub, sock, "-idx", "10", "-name", "go", "-cpus", "1") as err:
+            async with go_plugin(nristub, sock, "-idx", "10", "-name", "go", "-cpus", "1") as go:
+                err = go.lines
                 info = await rt.wait_plugin("10-go")
                 assert info.kind is PluginKind.EXTERNAL and info.events == 0x7FF
                 configured = await wait_line(err, "configured by")
@@ -146,13 +157,19 @@ def test_go_v0_6_stub_cannot_take_split_sync_from_a_newer_runtime(
         async with runtime(socket_path=sock, sync_size_limit=20_000) as rt:
             for n in range(8):
                 await rt.run_pod(PodSpec(f"p{n}", containers=[ContainerSpec("c")]))
-            async with go_plugin(nristub, sock, "-idx", "10", "-name", "go") as err:
+            async with go_plugin(nristub, sock, "-idx", "10", "-name", "go") as go:
                 rejected = await rt.wait_plugin("10-go", PluginEventKind.REJECTED)
                 assert rejected.state is PluginState.CLOSED
                 assert rejected.close_reason == (
                     "failed to synchronize plugin: plugin does not handle split sync requests"
                 )
-                await wait_line(err, "connection closed")
+                # the Go stub sees its connection closed and exits (nristub's own "connection
+                # closed" line races with its main returning, so wait for the exit instead)
+                assert await asyncio.wait_for(go.process.wait(), 10) == 0
+                # it got the first chunk only, and took it for everything
+                (synced,) = [line for line in go.lines if "synchronize" in line]
+                pods = int(synced.split()[2])
+                assert 0 < pods < 8, synced
 
     arun(scenario, timeout=60)
 
