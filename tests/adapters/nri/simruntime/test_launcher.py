@@ -12,14 +12,16 @@ import pytest
 from nrirp.adapters.nri.simruntime import (
     InvalidRequest,
     PluginEventKind,
+    PluginKind,
     PluginStartError,
+    PluginState,
     PodSpec,
 )
 
 from .peers import arun, runtime
 
 PROBE = """\
-import json, os, socket, stat, sys
+import asyncio, json, os, stat, sys
 out = sys.argv[1]
 info = {
     "env": dict(os.environ),
@@ -32,6 +34,14 @@ with open(out, "w") as f:
 if "--silent" in sys.argv:
     import time
     time.sleep(60)
+if "--serve" in sys.argv:
+    from nrirp.adapters.nri.stub import Plugin, Stub
+
+    class Quiet(Plugin):
+        async def run_pod_sandbox(self, pod):
+            pass
+
+    asyncio.run(Stub(Quiet(), name="ignored", index="99").run())
 """
 
 
@@ -51,14 +61,40 @@ def test_the_plugin_gets_exactly_what_containerd_gives(probe: Path, tmp_path: Pa
     report = tmp_path / "report.json"
 
     async def scenario() -> None:
-        async with runtime(registration_timeout=1.0) as rt:
-            command = [sys.executable, "-I", str(probe), str(report), "--silent"]
+        async with runtime() as rt:
+            command = [sys.executable, "-I", str(probe), str(report), "--serve"]
+            info = await rt.spawn_plugin(command, "probe", "07", "cfg")
+            # the registered identity ("99-ignored") does not count for pre-launched plugins
+            assert info.name == "07-probe" and info.state is PluginState.READY
+            assert info.kind is PluginKind.PRELAUNCHED
+            (configure,) = [c.request for c in rt.journal.calls if c.method == "Configure"]
+            assert configure.config == "cfg"
+            await rt.run_pod_sandbox(PodSpec("p"))
+            assert [c.event for c in rt.journal.calls_to("07-probe")][-1] == "RunPodSandbox"
+            assert info.pid is not None
+            pid = info.pid
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # closing the runtime killed and reaped it
+
+    arun(scenario)
+    found = read_report(report)
+    env = found["env"]
+    assert isinstance(env, dict)
+    env.pop("LC_CTYPE", None)  # Python's own locale coercion adds this in the child
+    assert env == {"NRI_PLUGIN_NAME": "probe", "NRI_PLUGIN_IDX": "07", "NRI_PLUGIN_SOCKET": "3"}
+    assert found["fd3_is_socket"] is True
+    assert found["stdout_is_devnull"] is True
+    assert found["argv"] == [str(report), "--serve"]
+
+
+def test_a_plugin_that_does_not_register_in_time_is_killed(probe: Path, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with runtime(registration_timeout=0.5) as rt:
+            command = [sys.executable, "-I", str(probe), str(tmp_path / "r.json"), "--silent"]
             with pytest.raises(PluginStartError, match="plugin registration timed out"):
-                await rt.spawn_plugin(command, "probe", "07", "cfg")
+                await rt.spawn_plugin(command, "silent", "08")
             (plugin,) = rt.plugins()
-            assert plugin.name == "07-probe" and plugin.close_reason == (
-                "plugin registration timed out"
-            )
+            assert plugin.close_reason == "plugin registration timed out"
             assert [e.kind for e in rt.journal.events] == [
                 PluginEventKind.CONNECTED,
                 PluginEventKind.REJECTED,
@@ -66,17 +102,9 @@ def test_the_plugin_gets_exactly_what_containerd_gives(probe: Path, tmp_path: Pa
             ]
             assert plugin.pid is not None
             with pytest.raises(ProcessLookupError):
-                os.kill(plugin.pid, 0)  # killed and reaped
+                os.kill(plugin.pid, 0)  # killed and reaped at once
 
     arun(scenario)
-    info = read_report(report)
-    env = info["env"]
-    assert isinstance(env, dict)
-    env.pop("LC_CTYPE", None)  # Python's own locale coercion adds this in the child
-    assert env == {"NRI_PLUGIN_NAME": "probe", "NRI_PLUGIN_IDX": "07", "NRI_PLUGIN_SOCKET": "3"}
-    assert info["fd3_is_socket"] is True
-    assert info["stdout_is_devnull"] is True
-    assert info["argv"] == [str(report), "--silent"]
 
 
 def test_a_plugin_that_exits_at_once_is_refused(probe: Path, tmp_path: Path) -> None:
