@@ -34,5 +34,19 @@ class MovePolicy(TemplatePolicy):
                 self._ctx.record_decision(ctr, f"moved by event to {cpus}")
 
 
+class BadStatePolicy(TemplatePolicy):
+    """Exports state that is not JSON once a container named ``bad`` exists."""
+
+    name: ClassVar[str] = "sim-bad-state"
+    description: ClassVar[str] = "test policy: unsaveable state"
+
+    def export_state(self) -> object:
+        assert self._ctx is not None
+        if any(c.name == "bad" for c in self._ctx.cache.active_containers()):
+            return {"oops": object()}
+        return None
+
+
 def register_policies(registry: PolicyRegistry) -> None:
     registry.register(MovePolicy.name, MovePolicy, MovePolicy.description)
+    registry.register(BadStatePolicy.name, BadStatePolicy, BadStatePolicy.description)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from nrirp.app.simulator import (
     replay,
     replay_result,
 )
+from nrirp.app.simulator.state import CoalescingStateStore
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.ports.decisions import NullDecisionLog
 from tests.app.simulator.policies import MODULE as TEST_POLICIES
@@ -309,3 +311,23 @@ def test_replay_needs_the_settling_updates_adapter() -> None:
     container.resource_manager().start()
     with pytest.raises(TypeError, match="SettlingRuntimeUpdates"):
         asyncio.run(replay(container, parse_workload(SMALL)))
+
+
+def test_state_is_saved_once_per_step_and_unsaveable_state_fails_the_step() -> None:
+    text = """
+- createPod: {name: good, containers: [{name: a}, {name: b}]}
+- createPod: {name: worse, containers: [{name: bad}]}
+- deletePod: {name: worse}
+"""
+    workload = parse_workload(text)
+    container = build_simulator("sim-bad-state", machine="box-16", policy_modules=[TEST_POLICIES])
+    store = container.state_store()
+    assert isinstance(store, CoalescingStateStore)
+    container.resource_manager().start()
+    steps = asyncio.run(replay(container, workload))
+    assert steps[0].ok and steps[2].ok
+    assert len(steps[1].errors) == 1
+    assert steps[1].errors[0].startswith("state not saved: state is not JSON-compatible")
+    assert store.saves > 3  # one per operation, encoded once per step
+    saved = json.loads(store.raw or "")
+    assert sorted(c["name"] for c in saved["containers"]) == ["a", "b"]

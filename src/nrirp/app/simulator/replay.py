@@ -51,6 +51,7 @@ from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.policy import PolicyEvent
 from nrirp.domain.ports.decisions import Severity
+from nrirp.domain.ports.state_store import StateStoreError
 
 SETTLE_TIMEOUT = 10.0
 
@@ -73,8 +74,10 @@ class Replayer:
         updates: SettlingRuntimeUpdates,
         decisions: Any,
         workload: Workload,
+        store: Any = None,
     ) -> None:
         self.simulation = simulation
+        self.store = store
         self.runtime: SimRuntime = simulation.runtime
         self.manager = manager
         self.updates = updates
@@ -99,6 +102,7 @@ class Replayer:
         except SimRuntimeError as exc:
             errors.append(str(exc))
         await self._settle(errors)
+        self._flush_state(errors)
         decisions = tuple(self.log.decisions[decisions_before:]) if self.log else ()
         notices = tuple(self.log.notices[notices_before:]) if self.log else ()
         if isinstance(step.action, Event):
@@ -206,6 +210,15 @@ class Replayer:
         except SettledTimeoutError as exc:
             errors.append(str(exc))
 
+    def _flush_state(self, errors: list[str]) -> None:
+        flush = getattr(self.store, "flush", None)
+        if not callable(flush):
+            return
+        try:
+            flush()
+        except StateStoreError as exc:
+            errors.append(f"state not saved: {exc}")
+
     def _state(self) -> tuple[tuple[PodView, ...], tuple[ContainerView, ...]]:
         pods = self.runtime.pods()
         by_id = {p.id: p for p in pods}
@@ -283,6 +296,7 @@ async def replay(container: Any, workload: Workload) -> list[StepResult]:
             updates,
             container.decision_log(),
             workload,
+            container.state_store(),
         )
         return await replayer.run()
 

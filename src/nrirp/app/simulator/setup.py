@@ -8,6 +8,7 @@ from dependency_injector import providers
 
 from nrirp.app.containers import SimulatorContainer
 from nrirp.app.embed.policy_modules import resolve_policy_modules
+from nrirp.app.simulator.state import CoalescingStateStore
 from nrirp.app.simulator.updates import SettlingRuntimeUpdates
 from nrirp.domain.ports.hardware import HardwareDiscovery
 from nrirp.domain.topology import MemoryType
@@ -29,7 +30,8 @@ def build_simulator(
     The hardware is ``hardware`` if given, else the catalogue machine or spec file
     ``machine``, else the sysfs tree at ``sysfs_root``. ``policy_modules`` are module names or
     ``.py`` files (default: ``NRIRP_POLICY_MODULES``). Every adapter can still be overridden
-    before first use; ``runtime_updates`` must stay a :class:`SettlingRuntimeUpdates`.
+    before first use; ``runtime_updates`` must stay a :class:`SettlingRuntimeUpdates`. The
+    state store is a :class:`CoalescingStateStore` (the replay flushes it after every step).
     """
     container = SimulatorContainer()
     container.config.from_dict(
@@ -46,4 +48,5 @@ def build_simulator(
     if hardware is not None:
         container.hardware.override(providers.Object(hardware))
     container.runtime_updates.override(providers.Singleton(SettlingRuntimeUpdates))
+    container.state_store.override(providers.Singleton(CoalescingStateStore))
     return container
