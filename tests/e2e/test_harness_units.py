@@ -6,10 +6,12 @@ import hashlib
 import io
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tarfile
+import time
 import tomllib
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from .harness.config import ContainerdOptions, Layout, render_config
 from .harness.containerd import Containerd, shim_socket
 from .harness.cri_proto import CriApi, strip_gogoproto
 from .harness.image import IDLE_CMD, IMAGE_REF, build_oci_archive, oci_architecture
+from .harness.kubelet import _catches_sigterm
 from .harness.mounts import mounts_under
 from .harness.packages import HarnessSetupError, RuntimeBinaries, parse_containerd_version
 from .harness.plugins import PluginProcess, PluginProcessError, python_plugin_wrapper
@@ -485,3 +488,24 @@ def test_plugin_process_reports_early_exit_with_its_log(tmp_path: Path) -> None:
         proc.wait_for_line("never", timeout=10)
     with pytest.raises(PluginProcessError, match="already started"):
         proc.start()
+
+
+def test_catches_sigterm_sees_the_idle_loop_trap() -> None:
+    """The image's idle loop sets its trap some time after it starts; until then SIGTERM would
+    be ignored by a container's PID 1, which is what ``Kubelet.start_container`` waits out."""
+    loop = subprocess.Popen(list(IDLE_CMD), start_new_session=True)  # the host's /bin/sh
+    plain = subprocess.Popen(["sleep", "60"])
+    try:
+        deadline = time.monotonic() + 10
+        while not _catches_sigterm(loop.pid):
+            assert time.monotonic() < deadline, "the idle loop never trapped SIGTERM"
+            time.sleep(0.01)
+        assert not _catches_sigterm(plain.pid)
+        os.kill(loop.pid, signal.SIGTERM)
+        assert loop.wait(timeout=10) == 0  # the trap exits 0
+    finally:
+        os.killpg(loop.pid, signal.SIGKILL)  # the loop's session: its background sleep
+        loop.wait()
+        plain.kill()
+        plain.wait()
+    assert not _catches_sigterm(plain.pid)  # gone

@@ -30,7 +30,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from .harness import Containerd, ContainerSpec, CriError, Kubelet, Pod, PodSpec
+from .harness import Containerd, ContainerSpec, CriError, Kubelet, PodSpec
 from .harness.fixtures import PluginProcesses
 from .harness.gomockrt import REPO_ROOT
 from .harness.plugins import PluginProcess
@@ -224,26 +224,6 @@ def synchronized(count: int) -> Callable[[list[Session]], bool]:
     return lambda sessions: len(sessions) >= count and sessions[count - 1].synchronized
 
 
-_SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
-
-
-def wait_stoppable(kubelet: Kubelet, pod: Pod, timeout: float = 10.0) -> None:
-    """Wait until every container's PID 1 catches SIGTERM (the image's idle loop has set its
-    trap). PID 1 of a PID namespace ignores signals it does not catch, so a StopContainer that
-    comes earlier waits out the whole grace period before SIGKILL."""
-    for cid in pod.containers.values():
-        status = Path(f"/proc/{kubelet.container_pid(cid)}/status")
-        deadline = time.monotonic() + timeout
-        while True:
-            fields = dict(
-                line.split(":", 1) for line in status.read_text().splitlines() if ":" in line
-            )
-            if int(fields["SigCgt"], 16) & _SIGTERM_BIT:
-                break
-            assert time.monotonic() < deadline, f"container {cid} never trapped SIGTERM"
-            time.sleep(0.01)
-
-
 def start_logger(
     plugin_processes: PluginProcesses, containerd: Containerd, *args: str
 ) -> PluginProcess:
@@ -306,7 +286,6 @@ def test_logger_registers_and_sees_a_two_container_pod_in_order(
 
     pod = kubelet.run_pod(PodSpec("duo", (ContainerSpec("a"), ContainerSpec("b"))))
     ids = dict(pod.containers)
-    wait_stoppable(kubelet, pod)
     # kubelet order, one call at a time so the expected order is exact
     for cid in ids.values():
         kubelet.stop_container(cid)
@@ -503,7 +482,6 @@ def test_plugins_reconnect_and_resync_after_containerd_restart(
     new_id = newcomer.container_id("n")
     assert_pinned(fresh_kubelet, new_id, "1")
     for pod in (survivor, newcomer):  # survivor: a container known only from Synchronize
-        wait_stoppable(fresh_kubelet, pod)
         fresh_kubelet.remove_pod(pod)
     assert fresh_kubelet.list_pods() == []
     # the last event expected: every event before it is logged by then

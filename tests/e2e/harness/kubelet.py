@@ -9,6 +9,7 @@ its cgroup, because CRI ``ContainerStatus`` keeps reporting what CRI asked, not 
 from __future__ import annotations
 
 import json
+import signal
 import time
 import uuid
 import zlib
@@ -20,6 +21,8 @@ import attrs
 import grpc
 
 from .cgroups import CgroupView, CpuSettings, remove_cgroup_tree
+from .image import IDLE_CMD
+from .processes import cmdline
 from .resources import (
     LinuxResourceValues,
     QOSClass,
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT = 30.0
 STOP_GRACE_SECONDS = 10
+_SIGTERM_MASK = 1 << (signal.SIGTERM - 1)
 
 
 class CriError(RuntimeError):
@@ -150,6 +154,18 @@ def _call(stub: Any, method: str, request: Any, timeout: float) -> Any:
         return getattr(stub, method)(request, timeout=timeout)
     except grpc.RpcError as exc:
         raise CriError(method, exc.code(), exc.details() or "") from exc
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """``pid`` has a SIGTERM handler (``SigCgt`` of /proc/PID/status); False once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & _SIGTERM_MASK)
+    return False
 
 
 def remove_all_pods(runtime: Any, pb: Any, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -315,8 +331,28 @@ class Kubelet:
         return cid
 
     def start_container(self, container_id: str) -> None:
-        """StartContainer."""
+        """StartContainer; a container running the image's idle loop is also waited for until
+        the loop has set its SIGTERM trap (see :meth:`wait_idle_loop_ready`)."""
         self._rt("StartContainer", self.pb.StartContainerRequest(container_id=container_id))
+        self.wait_idle_loop_ready(container_id)
+
+    def wait_idle_loop_ready(self, container_id: str, timeout: float = 10.0) -> None:
+        """If the container runs the image's idle loop, wait until its PID 1 is the loop and
+        catches SIGTERM. PID 1 of a PID namespace ignores signals it does not catch, so a
+        StopContainer that came before the trap would wait out the whole grace period (seen
+        in about 1 of 15 starts). Other commands are not waited for."""
+        info = json.loads(self.container_status(container_id).info["info"])
+        if tuple(info["runtimeSpec"]["process"]["args"]) != IDLE_CMD:
+            return
+        pid = int(info["pid"])
+        deadline = time.monotonic() + timeout
+        while not (tuple(cmdline(pid)) == IDLE_CMD and _catches_sigterm(pid)):
+            if time.monotonic() >= deadline:
+                raise RuntimeError(
+                    f"container {container_id}: the idle loop (PID {pid}) did not set its "
+                    f"SIGTERM trap within {timeout}s"
+                )
+            time.sleep(0.005)
 
     def run_pod(self, spec: PodSpec) -> Pod:
         """RunPodSandbox, then CreateContainer + StartContainer for each container in order."""
