@@ -439,7 +439,12 @@ def test_plugins_started_while_pods_run_get_them_in_synchronize(
     # pin_cpus pins what already runs through the updates it returns from Synchronize
     pinner = start_pin_cpus(plugin_processes, containerd, "--index", "21")
     assert pinner.wait_for_line("synchronized").endswith("synchronized 3 containers, pinning 1")
-    assert_pinned(kubelet, one.container_id("b"), "1")
+    # the line is logged before the reply: containerd applies the update a moment later
+    b = one.container_id("b")
+    deadline = time.monotonic() + 10
+    while kubelet.container_cgroup_cpuset(b) != "1" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert_pinned(kubelet, b, "1")
     assert_pinned(kubelet, one.container_id("a"), "0")
 
 
