@@ -20,8 +20,8 @@ run: $(STAMP)
 	$(BIN)/nrirp hardware
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench tools
-	$(BIN)/ruff format --check src tests bench tools
+	$(BIN)/ruff check src tests bench tools examples
+	$(BIN)/ruff format --check src tests bench tools examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
