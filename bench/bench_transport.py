@@ -62,7 +62,8 @@ NRI_PLUGIN_METHODS = (
     "PostUpdateContainer",
     "RemoveContainer",
 )
-GOMOCKRT = Path("/work/shared/tools/gomockrt")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.gomockrt import build_gomockrt  # noqa: E402
 
 
 def run(main: Coroutine[Any, Any, None], loop_name: str) -> None:
@@ -194,15 +195,8 @@ async def raw_nri_plugin(socket_path: str) -> None:
     await session.wait_closed()
 
 
-def gomockrt_dir() -> Path:
-    out = subprocess.run(
-        [str(GOMOCKRT / "ensure.sh")], check=True, capture_output=True, text=True
-    ).stdout
-    return Path(out.strip())
-
-
 def bench_go(args: argparse.Namespace) -> None:
-    bindir = gomockrt_dir() / "bin"
+    bindir = build_gomockrt() / "bin"
     python_plugin = f"{sys.executable} {__file__} --loop {args.loop} --nri-plugin %s"
     plugins = {"go-nristub": f"{bindir / 'nristub'} -socket %s", "py-transport": python_plugin}
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in plugins}

@@ -1,10 +1,11 @@
 """Our logger example plugin vs the Go stub plugin, both driven by the Go NRI runtime side.
 
-The harness is gomockrt (``/work/shared/tools/gomockrt``): ``nrimockrt`` plays the runtime with the
-Go NRI library's own ``pkg/adaptation`` (0.6.1, what containerd 1.7.16-1.7.25 embeds) and
-``nristub`` is a Go plugin on the Go ``pkg/stub`` that subscribes to every event and returns
-nothing. Both plugins are run alternately (Go, Python, Go, Python, ...) ``--rounds`` times each,
-because the machine is noisy; the medians across rounds of each event's p50 are compared.
+The harness is gomockrt (``tools/gomockrt``, built by ``tests/support/gomockrt.py``):
+``nrimockrt`` plays the runtime with the Go NRI library's own ``pkg/adaptation`` (0.6.1, what
+containerd 1.7.16-1.7.25 embeds) and ``nristub`` is a Go plugin on the Go ``pkg/stub`` that
+subscribes to every event and returns nothing. Both plugins are run alternately (Go, Python, Go,
+Python, ...) ``--rounds`` times each, because the machine is noisy; the medians across rounds of
+each event's p50 are compared.
 
     .venv/bin/python bench/gomockrt_compare.py                 # 5 rounds, 300 pods
     .venv/bin/python bench/gomockrt_compare.py --rounds 7 --pods 500 --max-ratio 1.25
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import statistics
 import subprocess
@@ -26,17 +26,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-GOMOCKRT = Path(os.environ.get("GOMOCKRT_SRC", "/work/shared/tools/gomockrt"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.gomockrt import GomockrtBuildError, build_gomockrt
 
 
 def build() -> Path:
     """Build (or reuse) the harness; returns its directory."""
-    done = subprocess.run(
-        [str(GOMOCKRT / "ensure.sh")], capture_output=True, text=True, timeout=900, check=False
-    )
-    if done.returncode != 0:
-        sys.exit(f"gomockrt build failed: {done.stderr.strip()}")
-    return Path(done.stdout.strip())
+    try:
+        return build_gomockrt()
+    except GomockrtBuildError as exc:
+        sys.exit(str(exc))
 
 
 def run_once(

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.debian import DebianFetchError
+from tests.support.gomockrt import GomockrtBuildError
 
 from .harness import (
     Containerd,
@@ -189,11 +190,11 @@ def plugin_processes(tmp_path: Path) -> Iterator[PluginProcesses]:
 
 @pytest.fixture(scope="session")
 def go_tools(e2e_host: None) -> Path:
-    """The Go reference tools (``bin/nristub``), built from shared/tools/gomockrt."""
+    """The Go reference tools (``bin/nristub``), built from tools/gomockrt."""
     started = time.monotonic()
     try:
         directory = build_gomockrt()
-    except HarnessSetupError as exc:
+    except GomockrtBuildError as exc:
         pytest.fail(f"e2e harness: building the Go NRI tools failed: {exc}", pytrace=False)
     SETUP_TIMES["go_tools"] = time.monotonic() - started
     return directory

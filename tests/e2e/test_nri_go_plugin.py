@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.gomockrt import REPO_ROOT
+
 from .harness import (
     Containerd,
     ContainerdError,
@@ -23,7 +25,6 @@ from .harness import (
     PodSpec,
 )
 from .harness.fixtures import PluginProcesses
-from .harness.gomockrt import REPO_ROOT
 from .helpers import require_cpus
 
 pytestmark = pytest.mark.e2e

@@ -30,9 +30,10 @@ from pathlib import Path
 import attrs
 import pytest
 
+from tests.support.gomockrt import REPO_ROOT
+
 from .harness import Containerd, ContainerSpec, CriError, Kubelet, PodSpec
 from .harness.fixtures import PluginProcesses
-from .harness.gomockrt import REPO_ROOT
 from .harness.plugins import PluginProcess
 from .harness.processes import cmdline
 from .helpers import require_cpus

@@ -14,11 +14,12 @@ Start with the fixtures in ``tests/e2e/conftest.py``; the pieces:
 - :mod:`.gomockrt`: the Go reference plugin ``nristub``.
 """
 
+from tests.support.gomockrt import build_gomockrt
+
 from .cgroups import CgroupView, CpuSettings, shares_to_weight
 from .config import ContainerdOptions, Layout
 from .containerd import Containerd, ContainerdError, PrelaunchedPlugin
 from .cri_proto import CriApi, compile_cri_api, load_cri_api
-from .gomockrt import build_gomockrt
 from .image import IMAGE_REF, ImageArchive, build_oci_archive
 from .kubelet import ContainerSpec, CriError, ExecResult, Kubelet, Pod, PodSpec
 from .packages import CONTAINERD_VERSION, HarnessSetupError, RuntimeBinaries, fetch_runtime_binaries

@@ -1,6 +1,6 @@
 """Interop with the Go NRI stub (containerd/nri pkg/stub v0.6.1): the real plugin library.
 
-``nristub`` from /work/shared/tools/gomockrt subscribes to every event and, with ``-cpus``, sets
+``nristub`` from tools/gomockrt subscribes to every event and, with ``-cpus``, sets
 the cpuset of every new container. It is built from Debian packages on first use (about a minute,
 cached); a failed build fails these tests.
 """
@@ -28,31 +28,16 @@ from nrirp.adapters.nri.simruntime import (
     SimRuntime,
 )
 from nrirp.domain.cpuset import CPUSet
+from tests.support.gomockrt import build_gomockrt
 
 from .peers import arun, runtime
 
-GOMOCKRT = Path("/work/shared/tools/gomockrt")
 POD = PodSpec("web", containers=[ContainerSpec("app", Resources.of(requests={"cpu": "1"}))])
 
 
 @pytest.fixture(scope="module")
 def nristub() -> Path:
-    ensure = GOMOCKRT / "ensure.sh"
-    assert ensure.is_file(), f"the Go NRI tools are missing: {ensure}"
-    target = Path(os.environ.get("NRIRP_CACHE", Path.home() / ".cache" / "nrirp")) / "gomockrt"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    built = subprocess.run(
-        ["bash", str(ensure)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "GOMOCKRT_DIR": str(target)},
-        check=False,
-    )
-    assert built.returncode == 0, f"building gomockrt failed: {built.stderr}"
-    binary = Path(built.stdout.strip().splitlines()[-1]) / "bin" / "nristub"
-    assert os.access(binary, os.X_OK), binary
-    return binary
+    return build_gomockrt() / "bin" / "nristub"
 
 
 @attrs.define

@@ -1,6 +1,6 @@
 """Interop with the Go NRI runtime side (containerd's pkg/adaptation, mux and ttRPC, NRI 0.6.1).
 
-Uses the shared gomockrt harness (built from Debian packages by its ensure.sh on first use). A raw
+Uses the gomockrt harness in tools/gomockrt (built from Debian packages on first use). A raw
 Python plugin made of this transport alone registers, is configured and synchronized, and serves a
 container lifecycle; the messages cross the Go mux in both directions at sizes that break naive
 framing (22 KB, 440 KB, 3.3 MB replies; a 1 MB request; a multi-MB Synchronize).
@@ -16,19 +16,14 @@ from pathlib import Path
 
 import pytest
 
-GOMOCKRT = Path("/work/shared/tools/gomockrt")
+from tests.support.gomockrt import build_gomockrt
+
 PLUGIN = Path(__file__).with_name("go_plugin.py")
 
 
 @pytest.fixture(scope="module")
 def nrimockrt() -> Path:
-    ensure = GOMOCKRT / "ensure.sh"
-    if not ensure.exists():
-        pytest.skip(f"Go NRI harness not present at {GOMOCKRT}")
-    built = subprocess.run([str(ensure)], capture_output=True, text=True, timeout=900)
-    if built.returncode != 0:
-        pytest.skip(f"Go NRI harness could not be built: {built.stderr.strip()}")
-    return Path(built.stdout.strip()) / "bin" / "nrimockrt"
+    return build_gomockrt() / "bin" / "nrimockrt"
 
 
 def run_harness(
