@@ -4,6 +4,7 @@ import threading
 import time
 from typing import Any
 
+import attrs
 import pytest
 
 from nrirp.adapters.memory import InMemoryHostControl, RecordingMetrics
@@ -472,6 +473,42 @@ def test_host_settings_reach_host_control_once_the_container_runs() -> None:
     assert call.change == HostChange(cpu_class="turbo")
     rig.manager.stop_container(pod, ctr)
     assert [c.action for c in host.calls] == ["apply", "forget"]
+
+
+def test_pid_reported_at_start_reaches_host_control_and_the_state() -> None:
+    # regression: post-start ignored the pid, so a container without a cgroups path or
+    # parent could never be located by the host control's /proc/<pid>/cgroup fallback
+    host = InMemoryHostControl()
+    rig = make_rig(host=host)
+    pod = make_pod(cgroup_parent="")
+    ctr = make_container(pod, "a")
+    real = rig.policy.allocate
+
+    def allocate_with_setting(container: Any) -> None:
+        real(container)
+        assert rig.policy.ctx is not None
+        rig.policy.ctx.cache.set_host_change(container.id, HostChange(cgroup={"cpu.idle": "1"}))
+
+    rig.policy.allocate = allocate_with_setting  # type: ignore[method-assign]
+    rig.manager.run_pod(pod)
+    rig.manager.create_container(pod, ctr)
+    rig.manager.post_create(pod, ctr)
+    rig.manager.start_container(pod, ctr)
+    started = attrs.evolve(ctr, pid=4242, cgroups_path="/kubepods/pod0/a")
+    rig.manager.post_start(pod, started)
+    [call] = host.calls
+    assert call.target.pid == 4242
+    assert call.target.cgroups_path == "/kubepods/pod0/a"
+    cached = rig.manager.container(ctr.id)
+    assert cached is not None and cached.state is ContainerState.RUNNING
+    assert cached.pid == 4242
+    saved = rig.store.load()
+    assert saved is not None
+    [saved_ctr] = saved["containers"]
+    assert saved_ctr["pid"] == 4242
+    # a later event without a pid keeps the known one
+    rig.manager.post_update(pod, ctr)
+    assert rig.manager.container(ctr.id).pid == 4242  # type: ignore[union-attr]
 
 
 def test_bad_annotations_are_reported_without_failing() -> None:

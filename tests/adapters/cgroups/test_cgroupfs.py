@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,7 +18,8 @@ from nrirp.adapters.cgroups import (
     v1_writes,
 )
 from nrirp.adapters.cgroups.mapping import io_weight_to_blkio, weight_to_shares
-from nrirp.domain.model import HostChange, Scheduling, SchedulingPolicy
+from nrirp.domain.model import Container, HostChange, Scheduling, SchedulingPolicy
+from nrirp.domain.ports.decisions import Severity
 from nrirp.domain.ports.host_control import HostControlError, HostTarget
 
 CTR = "/kubepods/burstable/podu1/c1"
@@ -208,3 +210,31 @@ def test_missing_v1_controller_is_named() -> None:
         v1_writes("io.weight", "100", {"cpu"})
     with pytest.raises(HostControlError, match=r"invalid cpu\.max"):
         v1_writes("cpu.max", "1 2 3")
+
+
+def test_pipeline_finds_a_started_container_through_its_pid(tmp_path: Path) -> None:
+    # no cgroups path and no cgroup parent: only the pid the runtime reports at post-start
+    # locates the cgroup (through /proc/<pid>/cgroup)
+    from tests.domain.support import make_container, make_pod, make_rig
+
+    root = v2_tree(tmp_path / "cgroup")
+    proc = tmp_path / "proc"
+    (proc / "77").mkdir(parents=True)
+    (proc / "77" / "cgroup").write_text(f"0::{CTR}\n")
+    rig = make_rig(host=CgroupfsHostControl(str(root), proc_root=str(proc)))
+    pod = make_pod(cgroup_parent="")
+    ctr = make_container(pod, "a")
+    real = rig.policy.allocate
+
+    def allocate_with_setting(container: Container) -> None:
+        real(container)
+        assert rig.policy.ctx is not None
+        rig.policy.ctx.cache.set_host_change(container.id, HostChange(cgroup={"cpu.idle": "1"}))
+
+    rig.policy.allocate = allocate_with_setting  # type: ignore[method-assign]
+    rig.manager.run_pod(pod)
+    rig.manager.create_container(pod, ctr)
+    rig.manager.start_container(pod, ctr)
+    rig.manager.post_start(pod, attrs.evolve(ctr, pid=77))
+    assert (root / CTR.lstrip("/") / "cpu.idle").read_text() == "1"
+    assert [n for n in rig.log.notices if n.severity is Severity.ERROR] == []

@@ -83,6 +83,20 @@ def admit_container(
     return admitted
 
 
+def note_process(cached: Container, reported: Container) -> Container:
+    """``cached`` with the process id and cgroups path the runtime reports, when it does.
+
+    The runtime learns both only as the container comes to life (the pid at start), and the
+    host controller needs one of them to find the container's cgroup.
+    """
+    changes: dict[str, Any] = {}
+    if reported.pid is not None and reported.pid != cached.pid:
+        changes["pid"] = reported.pid
+    if reported.cgroups_path and reported.cgroups_path != cached.cgroups_path:
+        changes["cgroups_path"] = reported.cgroups_path
+    return attrs.evolve(cached, **changes) if changes else cached
+
+
 def refresh_survivor(cache: Cache, cached: Container, reported: Container) -> Container:
     """Merge what the runtime reports now into a container the cache already knew.
 
@@ -90,13 +104,11 @@ def refresh_survivor(cache: Cache, cached: Container, reported: Container) -> Co
     runtime reports differently are marked pending so they are applied again.
     """
     survivor = attrs.evolve(
-        cached,
+        note_process(cached, reported),
         name=reported.name or cached.name,
         state=reported.state,
         labels=reported.labels,
         annotations=reported.annotations,
-        cgroups_path=reported.cgroups_path or cached.cgroups_path,
-        pid=reported.pid if reported.pid is not None else cached.pid,
         mounts=reported.mounts or cached.mounts,
         devices=reported.devices or cached.devices,
     )

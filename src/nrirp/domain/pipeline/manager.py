@@ -55,6 +55,7 @@ from nrirp.domain.model import (
 from nrirp.domain.pipeline.admission import (
     admit_container,
     admit_pod,
+    note_process,
     refresh_survivor,
     resize_container,
 )
@@ -455,8 +456,10 @@ class ResourceManager:
             current = self.cache.container(container.id)
             if current is None:
                 return
+            current = note_process(current, container)
             if state is not None and _moves_forward(current.state, state):
-                self.cache.put_container(current.with_state(state))
+                current = current.with_state(state)
+            self.cache.put_container(current)
             self._submit_all(self._enforce(operation, container.id, hook).updates)
 
         self._run(operation, _ctr_label(pod, container), body)
