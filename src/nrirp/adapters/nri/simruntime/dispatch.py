@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from nrirp.adapters.nri.api import EVENT_NAMES
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.simruntime.connections import PluginManager
 from nrirp.adapters.nri.simruntime.errors import (
@@ -18,11 +19,7 @@ from nrirp.adapters.nri.simruntime.errors import (
     OperationFailed,
     PluginFailed,
 )
-from nrirp.adapters.nri.simruntime.events import (
-    CONTAINER_NOTIFICATIONS,
-    EVENT_NAMES,
-    POD_NOTIFICATIONS,
-)
+from nrirp.adapters.nri.simruntime.events import CONTAINER_NOTIFICATIONS, POD_NOTIFICATIONS
 from nrirp.adapters.nri.simruntime.merge import CreateMerge, UpdateCollector
 from nrirp.adapters.nri.simruntime.owners import OwnerTable
 from nrirp.adapters.nri.simruntime.plugin import CallError, PluginConnection

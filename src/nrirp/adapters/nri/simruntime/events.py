@@ -1,4 +1,4 @@
-"""NRI events: names, and how each is delivered depending on the emulated release."""
+"""NRI events without a reply to merge: the request each one is delivered with from v0.12."""
 
 from __future__ import annotations
 
@@ -7,24 +7,6 @@ from collections.abc import Callable
 from google.protobuf.message import Message
 
 from nrirp.adapters.nri.gen import api_pb2
-
-EVENT_NAMES: dict[int, str] = {
-    api_pb2.RUN_POD_SANDBOX: "RunPodSandbox",
-    api_pb2.STOP_POD_SANDBOX: "StopPodSandbox",
-    api_pb2.REMOVE_POD_SANDBOX: "RemovePodSandbox",
-    api_pb2.CREATE_CONTAINER: "CreateContainer",
-    api_pb2.POST_CREATE_CONTAINER: "PostCreateContainer",
-    api_pb2.START_CONTAINER: "StartContainer",
-    api_pb2.POST_START_CONTAINER: "PostStartContainer",
-    api_pb2.UPDATE_CONTAINER: "UpdateContainer",
-    api_pb2.POST_UPDATE_CONTAINER: "PostUpdateContainer",
-    api_pb2.STOP_CONTAINER: "StopContainer",
-    api_pb2.REMOVE_CONTAINER: "RemoveContainer",
-    api_pb2.UPDATE_POD_SANDBOX: "UpdatePodSandbox",
-    api_pb2.POST_UPDATE_POD_SANDBOX: "PostUpdatePodSandbox",
-    api_pb2.VALIDATE_CONTAINER_ADJUSTMENT: "ValidateContainerAdjustment",
-}
-"""Event value -> Go name, which is also the name of its dedicated ttRPC method."""
 
 PodRequest = Callable[[api_pb2.PodSandbox], Message]
 ContainerRequest = Callable[[api_pb2.PodSandbox, api_pb2.Container], Message]
@@ -53,8 +35,3 @@ CONTAINER_NOTIFICATIONS: dict[int, ContainerRequest] = {
     ),
 }
 """Container events without a reply to merge."""
-
-
-def event_bit(event: int) -> int:
-    """The event's bit in a subscription mask."""
-    return 1 << (event - 1)
