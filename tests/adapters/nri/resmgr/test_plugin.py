@@ -21,8 +21,9 @@ from nrirp.domain.model import Container, ContainerState
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.policies import TemplatePolicy
 from nrirp.domain.policy import UPDATES_FAILED, PolicyError, PolicyEvent
-from tests.adapters.nri.stub.runtime_peer import RuntimePeer, arun, socketpair_runtime
+from tests.adapters.nri.stub.runtime_peer import RuntimePeer, socketpair_runtime
 from tests.domain.support import small_machine
+from tests.support.aio import arun
 
 PIN = "pin.test.nrirp"
 

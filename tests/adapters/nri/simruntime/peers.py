@@ -1,4 +1,4 @@
-"""Test helpers: run coroutines leak-checked, and scripted plugin peers made of the transport.
+"""Test helpers: scripted plugin peers made of the transport, and runtimes for them.
 
 A :class:`ScriptedPlugin` registers, answers Configure with a chosen event mask, records every
 request it gets, and answers each method with a handler given by the test, or with an empty reply
@@ -9,11 +9,12 @@ UNIMPLEMENTED, as from a plugin that lacks them).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from google.protobuf.message import Message
 
+from nrirp.adapters.nri.api import EVENT_NAMES, PLUGIN_SERVICE, RUNTIME_SERVICE, EventMask
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.simruntime import RuntimeOptions, SimRuntime
 from nrirp.adapters.nri.transport import (
@@ -23,52 +24,16 @@ from nrirp.adapters.nri.transport import (
     Session,
 )
 
-T = TypeVar("T")
-PLUGIN = "nri.pkg.api.v1alpha1.Plugin"
-RUNTIME = "nri.pkg.api.v1alpha1.Runtime"
-TIMEOUT = 20.0
-
 REQUESTS: dict[str, type[Message]] = {
     "Configure": api_pb2.ConfigureRequest,
     "Synchronize": api_pb2.SynchronizeRequest,
     "StateChange": api_pb2.StateChangeEvent,
     "Shutdown": api_pb2.Empty,
-    **{
-        name: getattr(api_pb2, f"{name}Request")
-        for name in (
-            "RunPodSandbox",
-            "UpdatePodSandbox",
-            "PostUpdatePodSandbox",
-            "StopPodSandbox",
-            "RemovePodSandbox",
-            "CreateContainer",
-            "PostCreateContainer",
-            "StartContainer",
-            "PostStartContainer",
-            "UpdateContainer",
-            "PostUpdateContainer",
-            "StopContainer",
-            "RemoveContainer",
-            "ValidateContainerAdjustment",
-        )
-    },
+    **{name: getattr(api_pb2, f"{name}Request") for name in EVENT_NAMES.values()},
 }
 EVENT_METHODS = tuple(m for m in REQUESTS if m not in ("Configure", "Synchronize", "Shutdown"))
 
 Handler = Callable[[Any], Awaitable[Message | None]]
-
-
-def arun(make: Callable[[], Coroutine[Any, Any, T]], timeout: float = TIMEOUT) -> T:
-    """Run a coroutine on a fresh loop; fail if it hangs or leaves tasks behind."""
-
-    async def wrapper() -> T:
-        result = await asyncio.wait_for(make(), timeout)
-        await asyncio.sleep(0)
-        leftover = asyncio.all_tasks() - {asyncio.current_task()}
-        assert not leftover, f"tasks left behind: {leftover}"
-        return result
-
-    return asyncio.run(wrapper())
 
 
 def runtime(**options: Any) -> SimRuntime:
@@ -111,7 +76,7 @@ class ScriptedPlugin:
             table.update({name: empty for name in EVENT_METHODS})
         table.update(handlers or {})
         served = {method: self._serve(method, handler) for method, handler in table.items()}
-        self.session.open(PLUGIN_SERVICE_CONN).serve(PLUGIN, served)
+        self.session.open(PLUGIN_SERVICE_CONN).serve(PLUGIN_SERVICE, served)
         self.runtime = self.session.open(RUNTIME_SERVICE_CONN)
 
     @property
@@ -171,7 +136,7 @@ class ScriptedPlugin:
             plugin_name=self.name, plugin_idx=self.index, NRI_version=self.nri_version
         )
         await self.runtime.call(
-            RUNTIME, "RegisterPlugin", request.SerializeToString(), timeout=timeout
+            RUNTIME_SERVICE, "RegisterPlugin", request.SerializeToString(), timeout=timeout
         )
 
     async def update_containers(
@@ -179,7 +144,7 @@ class ScriptedPlugin:
     ) -> list[api_pb2.ContainerUpdate]:
         request = api_pb2.UpdateContainersRequest(update=list(updates))
         raw = await self.runtime.call(
-            RUNTIME, "UpdateContainers", request.SerializeToString(), timeout=timeout
+            RUNTIME_SERVICE, "UpdateContainers", request.SerializeToString(), timeout=timeout
         )
         return list(api_pb2.UpdateContainersResponse.FromString(raw).failed)
 
@@ -197,7 +162,4 @@ async def ready(rt: SimRuntime, *plugins: ScriptedPlugin) -> None:
 
 def mask(*events: int) -> int:
     """The subscription mask of ``api_pb2.Event`` values."""
-    out = 0
-    for event in events:
-        out |= 1 << (event - 1)
-    return out
+    return int(EventMask.of(*events))

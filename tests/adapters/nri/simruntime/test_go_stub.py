@@ -28,9 +28,10 @@ from nrirp.adapters.nri.simruntime import (
     SimRuntime,
 )
 from nrirp.domain.cpuset import CPUSet
+from tests.support.aio import arun
 from tests.support.gomockrt import build_gomockrt
 
-from .peers import arun, runtime
+from .peers import runtime
 
 POD = PodSpec("web", containers=[ContainerSpec("app", Resources.of(requests={"cpu": "1"}))])
 

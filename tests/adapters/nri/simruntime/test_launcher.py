@@ -17,8 +17,9 @@ from nrirp.adapters.nri.simruntime import (
     PluginState,
     PodSpec,
 )
+from tests.support.aio import arun
 
-from .peers import arun, runtime
+from .peers import runtime
 
 PROBE = """\
 import asyncio, json, os, stat, sys

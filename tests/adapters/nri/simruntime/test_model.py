@@ -21,8 +21,9 @@ from nrirp.adapters.nri.simruntime import (
     SimRuntime,
     Unsupported,
 )
+from tests.support.aio import arun
 
-from .peers import arun, runtime
+from .peers import runtime
 
 GUARANTEED = Resources.of(limits={"cpu": "2", "memory": "1Gi"})
 POD = PodSpec(

@@ -25,8 +25,9 @@ from nrirp.adapters.nri.simruntime import (
 )
 from nrirp.adapters.nri.stub import Plugin, Stub, UpdateFromHandlerError
 from nrirp.domain.cpuset import CPUSet
+from tests.support.aio import arun
 
-from .peers import arun, runtime
+from .peers import runtime
 
 POD = PodSpec("web", containers=[ContainerSpec("app"), ContainerSpec("side")])
 

@@ -17,8 +17,9 @@ from nrirp.adapters.nri.simruntime import (
     SimRuntime,
 )
 from nrirp.adapters.nri.transport import TtrpcError
+from tests.support.aio import arun
 
-from .peers import ScriptedPlugin, arun, mask, ready, runtime
+from .peers import ScriptedPlugin, mask, ready, runtime
 
 
 def _rejection(rt: SimRuntime) -> str:

@@ -18,8 +18,9 @@ from nrirp.adapters.nri.simruntime import (
 )
 from nrirp.adapters.nri.simruntime.sync import SyncFailed, shrink
 from nrirp.adapters.nri.transport import OversizedMessage
+from tests.support.aio import arun
 
-from .peers import ScriptedPlugin, arun, runtime
+from .peers import ScriptedPlugin, runtime
 
 
 async def populate(rt: SimRuntime, pods: int, per_pod: int) -> None:

@@ -18,8 +18,9 @@ from nrirp.adapters.nri.simruntime import (
     Resources,
 )
 from nrirp.domain.cpuset import CPUSet
+from tests.support.aio import arun
 
-from .peers import ScriptedPlugin, arun, ready, runtime
+from .peers import ScriptedPlugin, ready, runtime
 
 POD = PodSpec(
     "web",

@@ -9,8 +9,9 @@ import pytest
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.simruntime import AdjustmentRejected, ContainerSpec, PodSpec
 from nrirp.adapters.nri.transport import TtrpcError
+from tests.support.aio import arun
 
-from .peers import ScriptedPlugin, arun, mask, ready, runtime
+from .peers import ScriptedPlugin, mask, ready, runtime
 
 POD = PodSpec("web", containers=[ContainerSpec("app")])
 VALIDATE = mask(api_pb2.VALIDATE_CONTAINER_ADJUSTMENT)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from google.protobuf.message import Message
@@ -27,24 +27,11 @@ from nrirp.adapters.nri.transport import (
     StatusCode,
     TtrpcError,
 )
+from tests.support.aio import arun as arun  # re-exported: tests/app imports it from here
 
 M = TypeVar("M", bound=Message)
-T = TypeVar("T")
 
 TIMEOUT = 10.0
-
-
-def arun(make: Callable[[], Coroutine[Any, Any, T]], timeout: float = TIMEOUT) -> T:
-    """Run a coroutine on a fresh loop; fail if it hangs or leaves tasks behind."""
-
-    async def wrapper() -> T:
-        result = await asyncio.wait_for(make(), timeout)
-        await asyncio.sleep(0)
-        leftover = asyncio.all_tasks() - {asyncio.current_task()}
-        assert not leftover, f"tasks left behind: {leftover}"
-        return result
-
-    return asyncio.run(wrapper())
 
 
 def pod(name: str = "pod0", namespace: str = "default", uid: str = "", **kw: Any) -> Any:

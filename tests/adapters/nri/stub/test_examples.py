@@ -21,8 +21,9 @@ from nrirp.adapters.nri.examples.logger import EventLogger
 from nrirp.adapters.nri.examples.pin_cpus import CpuPinner, PinError, pins_from_control
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.transport import Session, StatusCode
+from tests.support.aio import arun
 
-from .runtime_peer import RuntimePeer, RuntimeServer, arun, container, pod
+from .runtime_peer import RuntimePeer, RuntimeServer, container, pod
 from .test_protocol import connected, shut
 
 ANNOTATED = {

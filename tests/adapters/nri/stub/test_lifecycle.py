@@ -22,8 +22,9 @@ from nrirp.adapters.nri.stub import (
     StubError,
 )
 from nrirp.adapters.nri.transport import ConnectionClosed, TtrpcError
+from tests.support.aio import arun
 
-from .runtime_peer import RuntimeServer, arun, container, pod
+from .runtime_peer import RuntimeServer, container, pod
 
 FAST = Backoff(initial=0.02, maximum=0.1, factor=2.0, jitter=0.1, reset_after=5.0)
 

@@ -19,8 +19,9 @@ from nrirp.adapters.nri.stub import (
     Stub,
 )
 from nrirp.adapters.nri.transport import StatusCode, TtrpcError
+from tests.support.aio import arun
 
-from .runtime_peer import RuntimePeer, arun, container, pod, socketpair_runtime
+from .runtime_peer import RuntimePeer, container, pod, socketpair_runtime
 
 Recorded = list[tuple[str, tuple[Any, ...]]]
 

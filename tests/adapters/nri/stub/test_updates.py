@@ -11,8 +11,9 @@ from nrirp.adapters.nri import api
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.stub import NotConnectedError, Plugin, Stub, UpdateFromHandlerError
 from nrirp.adapters.nri.transport import StatusCode
+from tests.support.aio import arun
 
-from .runtime_peer import RuntimePeer, arun, container, pod, socketpair_runtime
+from .runtime_peer import RuntimePeer, container, pod, socketpair_runtime
 from .test_protocol import connected, shut
 
 

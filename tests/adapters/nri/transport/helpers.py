@@ -1,4 +1,4 @@
-"""Shared helpers for the transport tests: running coroutines leak-checked, raw peers, frames."""
+"""Shared helpers for the transport tests: raw peers and frames."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 import os
 import socket
 import struct
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from nrirp.adapters.nri.gen import ttrpc_pb2
@@ -16,23 +16,10 @@ from nrirp.adapters.nri.transport.framing import frame_message
 T = TypeVar("T")
 
 SERVICE = "test.Service"
-TIMEOUT = 10.0
 
 
 def open_fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
-
-
-def arun(make: Callable[[], Coroutine[Any, Any, T]], timeout: float = TIMEOUT) -> T:
-    """Run a coroutine on a fresh loop; fail if it hangs or leaves tasks behind."""
-
-    async def wrapper() -> T:
-        result = await asyncio.wait_for(make(), timeout)
-        leftover = asyncio.all_tasks() - {asyncio.current_task()}
-        assert not leftover, f"tasks left behind: {leftover}"
-        return result
-
-    return asyncio.run(wrapper())
 
 
 async def echo(payload: bytes, _ctx: CallContext) -> bytes:

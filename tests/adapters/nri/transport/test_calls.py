@@ -18,11 +18,11 @@ from nrirp.adapters.nri.transport import (
     StatusCode,
     TtrpcError,
 )
+from tests.support.aio import arun
 
 from .helpers import (
     SERVICE,
     RawPeer,
-    arun,
     close_all,
     echo,
     opens,

@@ -22,11 +22,11 @@ from nrirp.adapters.nri.transport import (
     StatusCode,
 )
 from nrirp.adapters.nri.transport.framing import MAX_INBOUND_FRAME
+from tests.support.aio import arun
 
 from .helpers import (
     SERVICE,
     RawPeer,
-    arun,
     close_all,
     echo,
     open_fds,
