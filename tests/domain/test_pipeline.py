@@ -113,6 +113,47 @@ def test_lifecycle_states_and_release() -> None:
     assert m.pods() == []
 
 
+def test_pod_known_only_from_synchronize_is_forgotten_with_its_last_container() -> None:
+    # containerd 1.7.24 sends no StopPodSandbox/RemovePodSandbox for pods that survived its
+    # restart: only their containers' StopContainer/RemoveContainer arrive
+    rig = make_rig()
+    m = rig.manager
+    pod = make_pod()
+    a = make_container(pod, "a", state=ContainerState.RUNNING)
+    b = make_container(pod, "b", state=ContainerState.RUNNING)
+    m.synchronize([pod], [a, b])
+    for ctr in (a, b):
+        m.stop_container(pod, ctr)
+        m.remove_container(pod, ctr)
+        assert m.container(ctr.id) is None
+        if ctr is a:
+            assert [p.id for p in m.pods()] == [pod.id]  # b still runs in it
+    assert m.pods() == []
+    saved = rig.store.load()
+    assert saved is not None and saved["pods"] == [] and saved["containers"] == []
+    assert rig.policy.owner == {}
+    # late sandbox events for the forgotten pod are harmless
+    m.stop_pod(pod)
+    m.remove_pod(pod)
+    assert m.pods() == []
+
+
+def test_pod_comes_back_with_a_new_container_after_its_last_one_was_removed() -> None:
+    rig = make_rig()
+    m = rig.manager
+    pod = make_pod()
+    m.run_pod(pod)
+    assert [p.id for p in m.pods()] == [pod.id]  # a pod without containers yet stays
+    first = make_container(pod, "first")
+    m.create_container(pod, first)
+    m.remove_container(pod, first)
+    assert m.pods() == []
+    second = make_container(pod, "second")
+    m.create_container(pod, second)
+    assert [p.id for p in m.pods()] == [pod.id]
+    assert m.container(second.id) is not None
+
+
 def test_remove_pod_releases_remaining_containers() -> None:
     rig = make_rig()
     pod = make_pod()

@@ -325,7 +325,13 @@ class ResourceManager:
         return list(self._run("stop-container", _ctr_label(pod, container), body))
 
     def remove_container(self, pod: Pod, container: Container) -> None:
-        """The container was removed: release it if still needed and forget it."""
+        """The container was removed: release it if still needed and forget it.
+
+        Removing a pod's last container forgets the pod too: the runtime may never report the
+        pod's own removal (containerd 1.7 sends no StopPodSandbox/RemovePodSandbox for pods
+        that survived its restart), and a later request for a container of the pod brings it
+        back from the pod the request carries.
+        """
 
         def body() -> None:
             current = self.cache.container(container.id)
@@ -333,6 +339,8 @@ class ResourceManager:
                 return
             self._stop(current)
             self.cache.remove_container(container.id)
+            if not self.cache.containers_of(current.pod_id):
+                self.cache.remove_pod(current.pod_id)
             self._submit_all(self._enforce("remove-container").updates)
 
         self._run("remove-container", _ctr_label(pod, container), body)
