@@ -19,7 +19,8 @@ import pytest
 
 from nrirp.adapters.fakehw import load_machine, resolve, write_sysfs
 from nrirp.adapters.nri.gen import api_pb2
-from tests.adapters.nri.stub.runtime_peer import RuntimePeer, RuntimeServer, arun
+from tests.adapters.nri.stub.runtime_peer import RuntimePeer, RuntimeServer
+from tests.support.aio import arun
 
 REPO = Path(__file__).resolve().parents[2]
 PIN = "cpus.annotation-pin.nrirp.test"
