@@ -121,7 +121,7 @@ def test_qos_classes_set_pod_cgroup_and_oom_score(kubelet: Kubelet) -> None:
         for qos, res in (
             (QOSClass.GUARANTEED, guaranteed),
             (QOSClass.BURSTABLE, burstable),
-            (QOSClass.BEST_EFFORT, Resources()),
+            (QOSClass.BESTEFFORT, Resources()),
         )
     }
     for qos, pod in pods.items():
@@ -140,11 +140,11 @@ def test_qos_classes_set_pod_cgroup_and_oom_score(kubelet: Kubelet) -> None:
         else:
             assert oom == expected
     assert pods[QOSClass.GUARANTEED].cgroup_parent.startswith("/kubepods/pod")
-    assert pods[QOSClass.BEST_EFFORT].cgroup_parent.startswith("/kubepods/besteffort/pod")
+    assert pods[QOSClass.BESTEFFORT].cgroup_parent.startswith("/kubepods/besteffort/pod")
     assert (
         int(
             Path(
-                f"/proc/{kubelet.container_pid(pods[QOSClass.BEST_EFFORT].container_id('c'))}/oom_score_adj"
+                f"/proc/{kubelet.container_pid(pods[QOSClass.BESTEFFORT].container_id('c'))}/oom_score_adj"
             ).read_text()
         )
         == 1000

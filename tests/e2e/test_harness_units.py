@@ -19,6 +19,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nrirp.adapters.nri.simruntime import kubelet as sim_kubelet
+
 from .harness.cgroups import (
     CgroupError,
     CgroupView,
@@ -38,127 +40,54 @@ from .harness.mounts import mounts_under
 from .harness.packages import HarnessSetupError, RuntimeBinaries, parse_containerd_version
 from .harness.plugins import PluginProcess, PluginProcessError, python_plugin_wrapper
 from .harness.processes import parse_shim
-from .harness.quantity import QuantityError, parse_bytes, parse_milli_cpu
-from .harness.resources import (
-    QOSClass,
-    Resources,
-    linux_resources,
-    milli_cpu_to_quota,
-    milli_cpu_to_shares,
-    oom_score_adj,
-    pod_cgroup_parent,
-    pod_qos,
-    pod_totals,
-)
+from .harness.resources import QOSClass, Resources, linux_resources
 
 GiB = 2**30
 
-# --- quantities and kubelet resource math ---------------------------------------------------
+# --- CRI resource numbers ------------------------------------------------------------------
+# The kubelet arithmetic is nrirp's simruntime.kubelet (tested in test_kubelet.py); here: that
+# the harness packs it into CRI exactly as the simulated runtime packs it into NRI.
 
-
-@pytest.mark.parametrize(
-    ("text", "milli"),
-    [("500m", 500), ("1", 1000), ("1.5", 1500), ("0.1", 100), (2, 2000), ("1k", 1_000_000)],
+resources_strategy = st.builds(
+    Resources,
+    cpu_request=st.none() | st.integers(0, 64_000),
+    cpu_limit=st.none() | st.integers(1, 64_000),
+    memory_request=st.none() | st.integers(0, 64 * GiB),
+    memory_limit=st.none() | st.integers(1, 64 * GiB),
 )
-def test_parse_milli_cpu(text: str | int, milli: int) -> None:
-    assert parse_milli_cpu(text) == milli
 
 
-@pytest.mark.parametrize(
-    ("text", "size"),
-    [("64Mi", 64 * 2**20), ("1G", 10**9), ("1.5Ki", 1536), ("100", 100), (4096, 4096)],
-)
-def test_parse_bytes(text: str | int, size: int) -> None:
-    assert parse_bytes(text) == size
-
-
-@pytest.mark.parametrize("bad", ["", "abc", "1x", "-1", "1Mii"])
-def test_bad_quantities_are_rejected(bad: str) -> None:
-    with pytest.raises(QuantityError, match="invalid"):
-        parse_bytes(bad)
-    with pytest.raises(QuantityError, match="invalid"):
-        parse_milli_cpu(bad)
-
-
-@given(st.integers(min_value=0, max_value=10**7))
-def test_shares_follow_kubelet_formula(milli: int) -> None:
-    shares = milli_cpu_to_shares(milli)
-    assert shares == min(262144, max(2, milli * 1024 // 1000))
-    assert 2 <= shares <= 262144
-    assert milli_cpu_to_shares(milli + 1) >= shares
-
-
-@given(st.integers(min_value=0, max_value=10**7))
-def test_quota_follows_kubelet_formula(milli: int) -> None:
-    quota = milli_cpu_to_quota(milli)
-    if milli == 0:
-        assert quota == 0
-    else:
-        assert quota == max(1000, milli * 100)
-        assert milli_cpu_to_quota(milli + 1) >= quota
-
-
-def test_resources_default_request_to_limit_and_validate() -> None:
-    res = Resources.of(limits={"cpu": "1", "memory": "1Gi"})
-    assert (res.cpu_request, res.memory_request) == (1000, GiB)
-    assert Resources.of(requests={"cpu": "100m"}).cpu_limit is None
-    with pytest.raises(ValueError, match="cpu request 2000 exceeds its limit 1000"):
-        Resources.of(requests={"cpu": "2"}, limits={"cpu": "1"})
-    with pytest.raises(ValueError, match="unsupported"):
-        Resources.of(requests={"gpu": "1"})
-
-
-def test_pod_qos_classes() -> None:
-    guaranteed = Resources.of(limits={"cpu": "1", "memory": "1Gi"})
-    assert pod_qos([guaranteed, guaranteed]) is QOSClass.GUARANTEED
-    assert pod_qos([Resources(), Resources()]) is QOSClass.BEST_EFFORT
-    assert pod_qos([guaranteed, Resources()]) is QOSClass.BURSTABLE
-    assert pod_qos([Resources.of(limits={"cpu": "1"})]) is QOSClass.BURSTABLE
-    assert (
-        pod_qos([Resources.of(requests={"cpu": "1"}, limits={"cpu": "2", "memory": "1Gi"})])
-        is QOSClass.BURSTABLE
+@given(resources_strategy, st.sampled_from(QOSClass))
+def test_cri_numbers_are_what_the_simulated_runtime_delivers_through_nri(
+    res: Resources, qos: QOSClass
+) -> None:
+    cri = linux_resources(res, qos, 8 * GiB, cpuset_cpus="0-1", cpuset_mems="0")
+    nri = sim_kubelet.linux_resources(res, cpuset_cpus="0-1", cpuset_mems="0")
+    assert cri.cpu_shares == nri.cpu.shares.value
+    assert cri.cpu_period == nri.cpu.period.value
+    assert cri.cpu_quota == (nri.cpu.quota.value if nri.cpu.HasField("quota") else 0)
+    assert cri.memory_limit_in_bytes == (
+        nri.memory.limit.value if nri.memory.HasField("limit") else 0
     )
+    assert (cri.cpuset_cpus, cri.cpuset_mems) == (nri.cpu.cpus, nri.cpu.mems)
+    assert cri.oom_score_adj == sim_kubelet.oom_score_adj(qos, res.memory_request, 8 * GiB)
 
 
-@given(
-    st.lists(
-        st.builds(
-            Resources,
-            st.none() | st.integers(1, 4000),
-            st.none(),
-            st.none() | st.integers(1, GiB),
-            st.none(),
-        ),
-        min_size=1,
-        max_size=4,
-    )
-)
-def test_pods_without_limits_are_never_guaranteed(containers: list[Resources]) -> None:
-    qos = pod_qos(containers)
-    assert qos is not QOSClass.GUARANTEED
-    has_any = any(c.cpu_request or c.memory_request for c in containers)
-    assert (qos is QOSClass.BEST_EFFORT) == (not has_any)
-
-
-def test_oom_score_adj_like_kubelet() -> None:
-    assert oom_score_adj(QOSClass.GUARANTEED, GiB, 8 * GiB) == -997
-    assert oom_score_adj(QOSClass.BEST_EFFORT, None, 8 * GiB) == 1000
-    assert oom_score_adj(QOSClass.BURSTABLE, GiB, 8 * GiB) == 875
-    assert oom_score_adj(QOSClass.BURSTABLE, None, 8 * GiB) == 999
-    assert oom_score_adj(QOSClass.BURSTABLE, 8 * GiB, 8 * GiB) == 3
-
-
-def test_linux_resources_and_cgroup_parent() -> None:
+def test_cri_numbers_of_a_burstable_container() -> None:
     res = Resources.of(requests={"cpu": "250m"}, limits={"cpu": "500m", "memory": "64Mi"})
     values = linux_resources(res, QOSClass.BURSTABLE, 8 * GiB, cpuset_cpus="0-1")
     assert (values.cpu_shares, values.cpu_quota, values.cpu_period) == (256, 50_000, 100_000)
-    assert values.memory_limit_in_bytes == 64 * 2**20
+    assert (values.memory_limit_in_bytes, values.oom_score_adj) == (64 * 2**20, 993)
     assert values.cpuset_cpus == "0-1" and values.cpuset_mems == ""
-    assert pod_cgroup_parent(QOSClass.GUARANTEED, "u1") == "/kubepods/podu1"
-    assert pod_cgroup_parent(QOSClass.BURSTABLE, "u1") == "/kubepods/burstable/podu1"
-    assert pod_cgroup_parent(QOSClass.BEST_EFFORT, "u1", "kp") == "/kp/besteffort/podu1"
-    total = pod_totals([res, Resources.of(requests={"cpu": "1"})])
-    assert (total.cpu_request, total.cpu_limit, total.memory_limit) == (1250, 500, 64 * 2**20)
+    unlimited = linux_resources(Resources(), QOSClass.BESTEFFORT, 8 * GiB)
+    assert (unlimited.cpu_shares, unlimited.cpu_quota, unlimited.memory_limit_in_bytes) == (2, 0, 0)
+    assert unlimited.oom_score_adj == 1000
+
+
+def test_cri_numbers_refuse_hugepages() -> None:
+    res = Resources.of(limits={"cpu": "1", "hugepages-2Mi": "4Mi"})
+    with pytest.raises(ValueError, match="does not send hugepage limits"):
+        linux_resources(res, QOSClass.BURSTABLE, 8 * GiB)
 
 
 # --- cgroups, mounts, processes -------------------------------------------------------------

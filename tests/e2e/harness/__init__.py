@@ -8,10 +8,12 @@ Start with the fixtures in ``tests/e2e/conftest.py``; the pieces:
 - :mod:`.containerd`: :class:`Containerd`, one instance in a private directory (start, stop,
   restart, pre-launched plugins, full teardown).
 - :mod:`.kubelet`: :class:`Kubelet`, kubelet-like pod/container lifecycle and checks.
-- :mod:`.resources`: Kubernetes requests/limits to CRI numbers, QoS classes, pod cgroups.
+- :mod:`.resources`: CRI resource numbers from nrirp's kubelet arithmetic (shared with the
+  simulated runtime).
 - :mod:`.cgroups`: cgroup v1/v2 reading from a PID.
 - :mod:`.plugins`: :class:`PluginProcess` and pre-launched plugin wrapper scripts.
-- :mod:`.gomockrt`: the Go reference plugin ``nristub``.
+- ``build_gomockrt`` (from ``tests/support/gomockrt.py``): builds the vendored Go reference
+  tools in ``tools/gomockrt`` (the plugin ``nristub``).
 """
 
 from tests.support.gomockrt import build_gomockrt

@@ -191,13 +191,11 @@ class Kubelet:
         self,
         containerd: Containerd,
         *,
-        node_cgroup_root: str = "kubepods",
         node_memory: int | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.containerd = containerd
         self.pb = containerd.cri.pb
-        self.node_cgroup_root = node_cgroup_root
         self.node_memory = node_memory or memory_capacity()
         self.timeout = timeout
         self.pods: dict[str, Pod] = {}
@@ -258,7 +256,7 @@ class Kubelet:
             labels=labels,
             annotations=annotations,
             linux=pb.LinuxPodSandboxConfig(
-                cgroup_parent=pod_cgroup_parent(qos, spec.uid, self.node_cgroup_root),
+                cgroup_parent=pod_cgroup_parent(qos, spec.uid),
                 security_context=pb.LinuxSandboxSecurityContext(
                     namespace_options=self._namespaces()
                 ),

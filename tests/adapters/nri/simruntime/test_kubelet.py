@@ -32,6 +32,29 @@ def test_quantities_and_defaulting() -> None:
 
 
 @pytest.mark.parametrize(
+    ("cpu", "millis"),
+    [("500m", 500), ("1", 1000), ("1.5", 1500), ("0.1", 100), (2, 2000), ("1k", 1_000_000)],
+)
+def test_cpu_quantities_in_millicores(cpu: str | int, millis: int) -> None:
+    assert Resources.of(limits={"cpu": cpu}).cpu_limit == millis
+
+
+@pytest.mark.parametrize(
+    ("memory", "size"),
+    [("64Mi", 64 << 20), ("1G", 10**9), ("1.5Ki", 1536), ("100", 100), (4096, 4096)],
+)
+def test_memory_quantities_in_bytes(memory: str | int, size: int) -> None:
+    assert Resources.of(limits={"memory": memory}).memory_limit == size
+
+
+@pytest.mark.parametrize("bad", ["", "abc", "1x", "1Mii"])
+def test_malformed_quantities_are_refused(bad: str) -> None:
+    for name in ("cpu", "memory"):
+        with pytest.raises(InvalidRequest, match=f"limits.{name}: invalid quantity"):
+            Resources.of(limits={name: bad})
+
+
+@pytest.mark.parametrize(
     ("requests", "limits", "error"),
     [
         ({"cpu": "abc"}, {}, "requests.cpu: invalid quantity 'abc'"),
@@ -78,6 +101,38 @@ def test_cpu_settings() -> None:
     assert milli_cpu_to_quota(0) == 0
     assert milli_cpu_to_quota(5) == 1000
     assert milli_cpu_to_quota(1500) == 150_000
+
+
+@given(st.integers(0, 10**7))
+def test_shares_follow_kubelet_formula(millis: int) -> None:
+    shares = milli_cpu_to_shares(millis)
+    assert shares == min(262144, max(2, millis * 1024 // 1000))
+    assert milli_cpu_to_shares(millis + 1) >= shares
+
+
+@given(st.integers(0, 10**7))
+def test_quota_follows_kubelet_formula(millis: int) -> None:
+    quota = milli_cpu_to_quota(millis)
+    assert quota == (0 if millis == 0 else max(1000, millis * 100))
+    assert millis == 0 or milli_cpu_to_quota(millis + 1) >= quota
+
+
+@given(
+    st.lists(
+        st.builds(
+            Resources,
+            cpu_request=st.none() | st.integers(1, 4000),
+            memory_request=st.none() | st.integers(1, GIB),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_pods_without_limits_are_never_guaranteed(containers: list[Resources]) -> None:
+    qos = pod_qos(containers)
+    assert qos is not QOSClass.GUARANTEED
+    requested = any(c.cpu_request or c.memory_request for c in containers)
+    assert (qos is QOSClass.BESTEFFORT) == (not requested)
 
 
 def test_linux_resources_carry_what_containerd_sets() -> None:

@@ -5,6 +5,8 @@ Mirrors kubelet's ``GetPodQOS``, ``calculateLinuxResources`` (``MilliCPUToShares
 ``calculateSandboxResources``, ``GetContainerOOMScoreAdjust`` for a non-critical pod, and the
 pod cgroup parent of the cgroupfs
 (``/kubepods/burstable/pod<uid>``) and systemd (``kubepods-burstable-pod<uid>.slice``) drivers.
+The e2e harness's kubelet (``tests/e2e/harness/resources.py``) sends the same numbers to the
+real containerd through CRI: this is the one implementation of that arithmetic.
 """
 
 from __future__ import annotations
