@@ -202,6 +202,25 @@ class CoreContainer(containers.DeclarativeContainer):
     )
 
 
+ADAPTERS = (
+    "hardware",
+    "state_store",
+    "host_control",
+    "runtime_updates",
+    "clock",
+    "decision_log",
+    "metrics",
+)
+"""The adapter providers every composition declares at its top level (overridable there)."""
+
+
+def wired_core(composition: Mapping[str, Any]) -> providers.Container[CoreContainer]:
+    """A :class:`CoreContainer` fed by the ``config`` and :data:`ADAPTERS` providers of a
+    composition's class body (pass ``locals()``)."""
+    adapters = {name: composition[name] for name in ADAPTERS}
+    return providers.Container(CoreContainer, config=composition["config"], **adapters)
+
+
 class EmbeddedContainer(containers.DeclarativeContainer):
     """The engine for a host agent that handles the runtime itself (no NRI socket).
 
@@ -221,17 +240,7 @@ class EmbeddedContainer(containers.DeclarativeContainer):
     decision_log = providers.Singleton(LoggingDecisionLog)
     metrics: providers.Provider[Any] = providers.Object(None)
 
-    core = providers.Container(
-        CoreContainer,
-        config=config,
-        hardware=hardware,
-        state_store=state_store,
-        host_control=host_control,
-        runtime_updates=runtime_updates,
-        clock=clock,
-        decision_log=decision_log,
-        metrics=metrics,
-    )
+    core = wired_core(locals())
     machine = core.machine
     policy_registry = core.policy_registry
     policy = core.policy
@@ -256,17 +265,7 @@ class DaemonContainer(containers.DeclarativeContainer):
     decision_log = providers.Singleton(LoggingDecisionLog)
     metrics: providers.Provider[Any] = providers.Object(None)
 
-    core = providers.Container(
-        CoreContainer,
-        config=config,
-        hardware=hardware,
-        state_store=state_store,
-        host_control=host_control,
-        runtime_updates=runtime_updates,
-        clock=clock,
-        decision_log=decision_log,
-        metrics=metrics,
-    )
+    core = wired_core(locals())
     machine = core.machine
     policy_registry = core.policy_registry
     policy = core.policy
@@ -296,17 +295,7 @@ class SimulatorContainer(containers.DeclarativeContainer):
     decision_log = providers.Singleton(RecordingDecisionLog)
     metrics: providers.Provider[Any] = providers.Object(None)
 
-    core = providers.Container(
-        CoreContainer,
-        config=config,
-        hardware=hardware,
-        state_store=state_store,
-        host_control=host_control,
-        runtime_updates=runtime_updates,
-        clock=clock,
-        decision_log=decision_log,
-        metrics=metrics,
-    )
+    core = wired_core(locals())
     machine = core.machine
     policy_registry = core.policy_registry
     policy = core.policy
