@@ -17,7 +17,12 @@ import logging
 import signal
 from typing import Any
 
-from nrirp.app.commands.common.hardware_source import parse_memory_type
+from nrirp.app.commands.common.hardware_source import add_memory_type_argument
+from nrirp.app.commands.common.parsing import (
+    add_command_parser,
+    add_log_level_argument,
+    add_policy_argument,
+)
 
 HELP = "run the resource-manager daemon (an NRI plugin applying a policy)"
 
@@ -40,15 +45,8 @@ log = logging.getLogger("nrirp.daemon")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    codes = "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "run",
-        help=HELP,
-        description=HELP + ". See docs/daemon.md.",
-        epilog="exit codes:\n" + codes,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--policy", required=True, metavar="NAME", help="policy to run")
+    parser = add_command_parser(subparsers, "run", HELP, "docs/daemon.md", EXIT_CODES)
+    add_policy_argument(parser)
     parser.add_argument(
         "--config-file",
         metavar="FILE",
@@ -84,14 +82,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="sysfs tree to read the hardware from (default: %(default)s); a fake machine's "
         "tree from 'nrirp hardware --write-sysfs' works too",
     )
-    parser.add_argument(
-        "--memory-type",
-        metavar="NODE=TYPE",
-        action="append",
-        type=parse_memory_type,
-        default=[],
-        help="set a NUMA node's memory type (dram, pmem, hbm); repeatable",
-    )
+    add_memory_type_argument(parser)
     parser.add_argument(
         "--cgroup-root",
         metavar="DIR",
@@ -105,12 +96,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=1.0,
         help="how often to check the config file for changes; 0 disables (default: 1)",
     )
-    parser.add_argument(
-        "--log-level",
-        default="info",
-        choices=["debug", "info", "warning", "error"],
-        help="(default: %(default)s)",
-    )
+    add_log_level_argument(parser, "info", "level of the daemon's log, on stderr")
     parser.add_argument(
         "--log-format", default="text", choices=["text", "json"], help="(default: %(default)s)"
     )

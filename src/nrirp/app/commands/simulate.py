@@ -14,6 +14,11 @@ import sys
 from typing import Any
 
 from nrirp.app.commands.common.hardware_source import add_hardware_arguments
+from nrirp.app.commands.common.parsing import (
+    add_command_parser,
+    add_log_level_argument,
+    add_policy_argument,
+)
 
 HELP = "replay a workload through a policy on real or fake hardware and show the results"
 
@@ -36,16 +41,9 @@ log = logging.getLogger("nrirp.simulate")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    codes = "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "simulate",
-        help=HELP,
-        description=HELP + ". See docs/simulator.md.",
-        epilog="exit codes:\n" + codes,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command_parser(subparsers, "simulate", HELP, "docs/simulator.md", EXIT_CODES)
     add_hardware_arguments(parser)
-    parser.add_argument("--policy", required=True, metavar="NAME", help="policy to run")
+    add_policy_argument(parser)
     parser.add_argument(
         "--config",
         "--config-file",
@@ -72,12 +70,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="NRI release the simulated runtime behaves like, e.g. v0.6.1 (containerd "
         "1.7.24); default v0.12.2",
     )
-    parser.add_argument(
-        "--log-level",
-        default="error",
-        choices=["debug", "info", "warning", "error"],
-        help="log level of the components, on stderr (default: %(default)s)",
-    )
+    add_log_level_argument(parser, "error", "log level of the components, on stderr")
     return parser
 
 

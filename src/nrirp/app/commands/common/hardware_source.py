@@ -1,7 +1,7 @@
 """Choosing the hardware a command works on: the real ``/sys``, another sysfs tree, or a fake.
 
-Commands that need a machine (``hardware``, and later ``run`` and ``simulate``) share these
-options: ``--sysfs-root DIR`` | ``--machine NAME|FILE``, plus ``--memory-type NODE=TYPE``.
+``hardware`` and ``simulate`` share these options: ``--sysfs-root DIR`` | ``--machine NAME|FILE``,
+plus ``--memory-type NODE=TYPE``; ``run`` reads a sysfs tree only and shares ``--memory-type``.
 """
 
 from __future__ import annotations
@@ -36,6 +36,11 @@ def add_hardware_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME|FILE",
         help="use a fake machine: a catalogue name (see --list-machines) or a spec file",
     )
+    add_memory_type_argument(parser)
+
+
+def add_memory_type_argument(parser: argparse.ArgumentParser) -> None:
+    """``--memory-type NODE=TYPE`` (repeatable), collected as ``[(node, MemoryType), ...]``."""
     parser.add_argument(
         "--memory-type",
         metavar="NODE=TYPE",
