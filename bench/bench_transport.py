@@ -33,6 +33,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from nrirp.adapters.nri.api import PLUGIN_SERVICE, RUNTIME_SERVICE
+from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.transport import (
     PLUGIN_SERVICE_CONN,
     RUNTIME_SERVICE_CONN,
@@ -42,26 +44,7 @@ from nrirp.adapters.nri.transport import (
 )
 
 SERVICE = "bench.Echo"
-NRI_PLUGIN = "nri.pkg.api.v1alpha1.Plugin"
-NRI_RUNTIME = "nri.pkg.api.v1alpha1.Runtime"
-NRI_PLUGIN_METHODS = (
-    "Configure",
-    "Synchronize",
-    "Shutdown",
-    "CreateContainer",
-    "UpdateContainer",
-    "StopContainer",
-    "StateChange",
-    "UpdatePodSandbox",
-    "RunPodSandbox",
-    "StopPodSandbox",
-    "RemovePodSandbox",
-    "PostCreateContainer",
-    "StartContainer",
-    "PostStartContainer",
-    "PostUpdateContainer",
-    "RemoveContainer",
-)
+NRI_PLUGIN_METHODS = tuple(api_pb2.DESCRIPTOR.services_by_name["Plugin"].methods_by_name)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.gomockrt import build_gomockrt  # noqa: E402
 
@@ -186,11 +169,13 @@ async def raw_nri_plugin(socket_path: str) -> None:
     async def empty(_payload: bytes, _ctx: CallContext) -> bytes:
         return b""
 
-    session.open(PLUGIN_SERVICE_CONN).serve(NRI_PLUGIN, dict.fromkeys(NRI_PLUGIN_METHODS, empty))
+    session.open(PLUGIN_SERVICE_CONN).serve(
+        PLUGIN_SERVICE, dict.fromkeys(NRI_PLUGIN_METHODS, empty)
+    )
     runtime = session.open(RUNTIME_SERVICE_CONN)
     await session.connect(socket_path)
     register = _string_field(0x0A, "pytransport") + _string_field(0x12, "90")
-    await runtime.call(NRI_RUNTIME, "RegisterPlugin", register, timeout=5.0)
+    await runtime.call(RUNTIME_SERVICE, "RegisterPlugin", register, timeout=5.0)
     await done.wait()
     await session.wait_closed()
 

@@ -16,6 +16,7 @@ import json
 import signal
 from collections import Counter
 
+from nrirp.adapters.nri.api import PLUGIN_SERVICE, RUNTIME_SERVICE
 from nrirp.adapters.nri.transport import (
     PLUGIN_SERVICE_CONN,
     RUNTIME_SERVICE_CONN,
@@ -24,8 +25,6 @@ from nrirp.adapters.nri.transport import (
 )
 from nrirp.adapters.nri.transport.envelope import _varint
 
-PLUGIN = "nri.pkg.api.v1alpha1.Plugin"
-RUNTIME = "nri.pkg.api.v1alpha1.Runtime"
 METHODS = (
     "Configure",
     "Synchronize",
@@ -63,13 +62,13 @@ async def main(args: argparse.Namespace) -> None:
 
         return handle
 
-    session.open(PLUGIN_SERVICE_CONN).serve(PLUGIN, {m: handler(m) for m in METHODS})
+    session.open(PLUGIN_SERVICE_CONN).serve(PLUGIN_SERVICE, {m: handler(m) for m in METHODS})
     runtime = session.open(RUNTIME_SERVICE_CONN)
     await session.connect(args.socket)
     register = (
         string_field(1, "pyinterop") + string_field(2, "42") + unknown_field(args.register_pad)
     )
-    await runtime.call(RUNTIME, "RegisterPlugin", register, timeout=5.0)
+    await runtime.call(RUNTIME_SERVICE, "RegisterPlugin", register, timeout=5.0)
     await done.wait()
     session.close()
     await session.wait_closed()
