@@ -57,7 +57,12 @@ class Simulation:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self, timeout: float = 10.0) -> Simulation:
-        """Start the runtime and the plugin; returns once the plugin receives events."""
+        """Start the runtime and the plugin; returns once the plugin receives events.
+
+        If the plugin stops first, or is not ready within ``timeout`` seconds, everything is
+        closed again and the error raised (the plugin's own, else :class:`RegistrationError`
+        or ``TimeoutError``).
+        """
         await self.runtime.start()
         sock = await self.runtime.open_plugin_socket()
         self.stub = Stub(
@@ -68,16 +73,16 @@ class Simulation:
         ready = asyncio.create_task(
             self.runtime.wait_plugin(f"{self.index}-{self.name}", timeout=timeout)
         )
-        done, _ = await asyncio.wait({self._task, ready}, return_when=asyncio.FIRST_COMPLETED)
-        if ready not in done:
+        await asyncio.wait({self._task, ready}, return_when=asyncio.FIRST_COMPLETED)
+        if ready.done() and ready.exception() is None:
+            return self
+        if not ready.done():
             ready.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await ready
-            error = self._task.exception()
-            await self.runtime.close()
-            raise error or RegistrationError("the plugin stopped before it was ready")
-        ready.result()
-        return self
+        error = _failure(self._task) or _failure(ready)
+        await self.close()
+        raise error or RegistrationError("the plugin stopped before it was ready")
 
     async def close(self) -> None:
         """Disconnect the plugin and stop the runtime (idempotent)."""
@@ -99,3 +104,10 @@ class Simulation:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+def _failure(task: asyncio.Task[object]) -> BaseException | None:
+    """The exception a finished, not cancelled task ended with."""
+    if not task.done() or task.cancelled():
+        return None
+    return task.exception()
