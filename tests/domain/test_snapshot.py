@@ -10,10 +10,12 @@ from hypothesis import strategies as st
 from nrirp.domain.cache import (
     Cache,
     Snapshot,
+    SnapshotEncoder,
     SnapshotError,
     structure_snapshot,
     unstructure_snapshot,
 )
+from nrirp.domain.cache.snapshot import SNAPSHOT_VERSION
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import (
     Container,
@@ -220,3 +222,71 @@ def test_all_problems_are_listed() -> None:
 def test_not_a_mapping() -> None:
     with pytest.raises(SnapshotError, match="not a mapping"):
         structure_snapshot([1, 2])
+
+
+def _pod(name: str, generation: int = 0) -> Pod:
+    return Pod(id=f"id-{name}", name=name, uid=f"uid-{name}", labels={"gen": str(generation)})
+
+
+edits = st.lists(
+    st.tuples(
+        st.sampled_from(["change", "insert", "append", "remove", "none"]),
+        st.integers(min_value=0, max_value=50),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@given(st.integers(min_value=0, max_value=8), st.lists(edits, min_size=1, max_size=6))
+def test_encoder_output_matches_a_fresh_encoding_and_reuses_unchanged_parts(
+    initial: int, rounds: list[list[tuple[str, int]]]
+) -> None:
+    encoder = SnapshotEncoder()
+    pods = [_pod(f"p{i}") for i in range(initial)]
+    counter = initial
+    previous: list[tuple[Pod, dict[str, Any]]] = []
+    for round_edits in rounds:
+        for kind, at in round_edits:
+            i = at % len(pods) if pods else 0
+            if kind == "change" and pods:
+                pods[i] = _pod(pods[i].name, int(pods[i].labels["gen"]) + 1)
+            elif kind == "insert":
+                pods.insert(i, _pod(f"p{counter}"))
+                counter += 1
+            elif kind == "append":
+                pods.append(_pod(f"p{counter}"))
+                counter += 1
+            elif kind == "remove" and pods:
+                del pods[i]
+        snapshot = Snapshot(version=SNAPSHOT_VERSION, policy="p", pods=tuple(pods))
+        encoded = encoder.encode(snapshot)
+        assert encoded == unstructure_snapshot(snapshot)
+        current = list(zip(pods, encoded["pods"], strict=True))
+        for (pod, part), (old_pod, old_part) in zip(current, previous, strict=False):
+            if pod is old_pod:  # unchanged in its place since the last call: the same dict
+                assert part is old_part
+        previous = current
+        assert structure_snapshot(json.loads(json.dumps(encoded))).pods == tuple(pods)
+
+
+def test_encoder_never_modifies_what_it_returned() -> None:
+    encoder = SnapshotEncoder()
+    pods = [_pod("a"), _pod("b"), _pod("c")]
+    first = encoder.encode(Snapshot(version=SNAPSHOT_VERSION, policy="p", pods=tuple(pods)))
+    kept = json.dumps(first)
+    for later in ([_pod("a", 1), pods[1], pods[2]], [pods[2]], [*pods, _pod("d")]):
+        encoder.encode(Snapshot(version=SNAPSHOT_VERSION, policy="p", pods=tuple(later)))
+        assert json.dumps(first) == kept
+
+
+def test_encoder_reuses_the_parts_of_objects_that_moved() -> None:
+    encoder = SnapshotEncoder()
+    pods = [_pod(name) for name in "abcde"]
+    first = encoder.encode(Snapshot(version=SNAPSHOT_VERSION, policy="p", pods=tuple(pods)))
+    del pods[1]  # c, d and e move up one place
+    second = encoder.encode(Snapshot(version=SNAPSHOT_VERSION, policy="p", pods=tuple(pods)))
+    assert [p["name"] for p in second["pods"]] == ["a", "c", "d", "e"]
+    assert all(
+        a is b for a, b in zip(second["pods"], first["pods"][:1] + first["pods"][2:], strict=True)
+    )

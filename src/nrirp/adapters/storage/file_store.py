@@ -43,8 +43,7 @@ class FileStateStore:
     a regular file, and content that is not a JSON object, naming the path.
 
     With ``background=True`` (the default) the mapping passed to :meth:`save` is kept until the
-    writer has encoded it: the caller must not modify it afterwards (the resource manager builds
-    a fresh snapshot for every save and never changes the parts it reuses).
+    writer has encoded it, as the :class:`StateStore` contract allows.
     """
 
     def __init__(

@@ -6,7 +6,9 @@ with every offending path listed, so a corrupt or foreign state file is never ha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from types import MappingProxyType
 from typing import Any
 
@@ -95,36 +97,62 @@ class SnapshotEncoder:
     """Unstructures snapshots, reusing the output for pods and containers unchanged since the
     previous call (values are immutable, so an unchanged object is the very same object).
 
-    The returned dicts share those parts between calls: consumers must not modify them.
+    Between two operations almost every object is unchanged and in the same place, so the
+    comparison with the previous snapshot runs position by position at C speed and only the
+    objects that differ are looked up or unstructured. The returned dicts share those parts
+    between calls: consumers must not modify them, and the encoder never modifies what it
+    returned (a store may keep it, see :class:`~nrirp.domain.ports.state_store.StateStore`).
     """
 
     def __init__(self) -> None:
-        self._memo: dict[int, tuple[object, dict[str, Any]]] = {}
+        self._pods: _Encoded = ((), [])
+        self._containers: _Encoded = ((), [])
 
     def encode(self, snapshot: Snapshot) -> dict[str, Any]:
-        memo: dict[int, tuple[object, dict[str, Any]]] = {}
-
-        def part(value: Pod | Container) -> dict[str, Any]:
-            key = id(value)
-            hit = self._memo.get(key)
-            if hit is not None and hit[0] is value:
-                memo[key] = hit
-                return hit[1]
-            data: dict[str, Any] = _CONVERTER.unstructure(value, type(value))
-            memo[key] = (value, data)
-            return data
-
-        pods = [part(p) for p in snapshot.pods]
-        containers = [part(c) for c in snapshot.containers]
-        self._memo = memo
+        self._pods = _reencode(snapshot.pods, self._pods)
+        self._containers = _reencode(snapshot.containers, self._containers)
         return {
             "version": snapshot.version,
             "policy": snapshot.policy,
-            "pods": pods,
-            "containers": containers,
+            "pods": self._pods[1],
+            "containers": self._containers[1],
             "policy_data": _CONVERTER.unstructure(snapshot.policy_data),
             "config": _CONVERTER.unstructure(snapshot.config),
         }
+
+
+_Encoded = tuple[Sequence[Any], list[dict[str, Any]]]
+"""Objects and their unstructured forms, position by position."""
+
+
+def _reencode(values: Sequence[Any], previous: _Encoded) -> _Encoded:
+    """``values`` with their unstructured forms, reusing those of ``previous`` objects."""
+    old_values, old_parts = previous
+    same = list(map(operator.is_, values, old_values))
+    parts = old_parts[: len(same)]
+    changed = _positions_of_false(same)
+    changed.extend(range(len(same), len(values)))
+    # objects that moved (after a removal) are found by identity: the previous objects are
+    # still referenced, so no other live object can have their id
+    moved = dict(zip(map(id, old_values), old_parts, strict=True)) if len(changed) > 1 else {}
+    for i in changed:
+        value = values[i]
+        part = moved.get(id(value))
+        if part is None:
+            part = _CONVERTER.unstructure(value, type(value))
+        if i < len(parts):
+            parts[i] = part
+        else:
+            parts.append(part)
+    return values, parts
+
+
+def _positions_of_false(flags: list[bool]) -> list[int]:
+    positions: list[int] = []
+    with suppress(ValueError):
+        while True:
+            positions.append(flags.index(False, positions[-1] + 1 if positions else 0))
+    return positions
 
 
 def structure_snapshot(data: Any) -> Snapshot:

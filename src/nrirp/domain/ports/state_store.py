@@ -22,8 +22,10 @@ class StateStore(Protocol):
       :class:`StateStoreError` when the stored state cannot be trusted: unreadable, not JSON,
       or (for files) writable by group or others, so that another user could have planted it.
     * Both raise :class:`StateStoreError` for I/O failures, naming the path and the cause.
-    * :meth:`save` must not modify the mapping it is given (parts of it are reused between
-      saves) and should not keep it past the call without copying.
+    * The mapping given to :meth:`save` is handed over: the caller never modifies it, nor any
+      part of it, afterwards (the resource manager builds a fresh one for every save and
+      shares only unchanged parts between them), so a store may keep it and encode it later,
+      e.g. on a writer thread. The store must not modify it either.
 
     The domain validates the content itself (version, keys, types) when it restores.
     """
