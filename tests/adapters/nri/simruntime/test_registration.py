@@ -258,3 +258,20 @@ def test_plugins_are_called_in_index_order_as_strings() -> None:
                 await plugin.close()
 
     arun(scenario)
+
+
+def test_wait_plugins_returns_once_enough_plugins_receive_events() -> None:
+    async def scenario() -> None:
+        async with runtime() as rt:
+            plugins = [ScriptedPlugin("b", "20"), ScriptedPlugin("a", "10")]
+            for plugin in plugins:
+                await plugin.attach(rt)
+            infos = await rt.wait_plugins(2)
+            assert [p.name for p in infos] == ["10-a", "20-b"]
+            assert all(p.state is PluginState.READY for p in infos)
+            with pytest.raises(TimeoutError):
+                await rt.wait_plugins(3, timeout=0.05)
+            for plugin in plugins:
+                await plugin.close()
+
+    arun(scenario)

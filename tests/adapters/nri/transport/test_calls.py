@@ -454,9 +454,12 @@ def test_too_many_concurrent_requests_get_resource_exhausted() -> None:
         await peer.send(b"".join(request_frames(1, i, method="Block") for i in (1, 3, 5)))
         stream_id, response = await peer.recv_response()
         assert (stream_id, response.status.code) == (5, StatusCode.RESOURCE_EXHAUSTED)
+        assert session.running_handlers == 2
         release.set()
         answered = {(await peer.recv_response())[0] for _ in range(2)}
         assert answered == {1, 3}
+        await asyncio.sleep(0)  # the finished tasks' done callbacks run on the next iteration
+        assert session.running_handlers == 0
         await close_all(session)
         peer.close()
 
