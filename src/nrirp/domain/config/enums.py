@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import enum
 
+# a scheduling class's policy is the Linux scheduling policy the model applies: one enum for both
+from nrirp.domain.model.changes import SchedulingPolicy as SchedulingPolicy
+
 
 class CPUPriority(enum.StrEnum):
     """CPU priority preference (``defaultCPUPriority``, ``allocatorPriority``)."""
@@ -93,18 +96,6 @@ class QoSClass(enum.StrEnum):
     GUARANTEED = "Guaranteed"
     BURSTABLE = "Burstable"
     BEST_EFFORT = "BestEffort"
-
-
-class SchedulingPolicy(enum.StrEnum):
-    """Linux scheduling policy of a scheduling class."""
-
-    NONE = "none"
-    OTHER = "other"
-    FIFO = "fifo"
-    RR = "rr"
-    BATCH = "batch"
-    IDLE = "idle"
-    DEADLINE = "deadline"
 
 
 class SchedulingFlag(enum.StrEnum):

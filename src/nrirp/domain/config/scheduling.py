@@ -39,7 +39,8 @@ class SchedulingClass:
             yield at(
                 self,
                 "priority",
-                f"invalid value {self.priority}: policy {self.policy} needs a priority of 1-99",
+                f"invalid value {self.priority}: policy {self.policy.value} needs a priority "
+                "of 1-99",
             )
         yield from check_range(self, "nice", -20, 19)
         yield from check_range(self, "io_priority", 0, 7)
