@@ -21,70 +21,29 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
-from collections.abc import Callable
+
+from pipeline_workload import Timings, container, machine, pod, populate, print_table, timer
 
 from nrirp.adapters.storage import FileStateStore
-from nrirp.domain.cpuset import CPUSet
-from nrirp.domain.model import Container, ContainerState, LinuxResources, Pod
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.policies import TemplatePolicy
-from nrirp.domain.topology import CPU, Machine, NumaNode
 
 MODES = ("none", "sync", "background")
 
 
-def machine() -> Machine:
-    cpus = [CPU(i, 0, 0, i // 2, i // 2, i // 32) for i in range(64)]
-    nodes = [NumaNode(n, CPUSet.range(n * 32, n * 32 + 32), 64 << 30) for n in range(2)]
-    return Machine.build(cpus, nodes)
-
-
-def pod(i: int) -> Pod:
-    return Pod(
-        id=f"pod-{i}",
-        name=f"pod-{i}",
-        uid=f"uid-{i}",
-        namespace="bench",
-        labels={"app": "bench", "tier": str(i % 7)},
-        annotations={"kubernetes.io/config.source": "api"},
-        cgroup_parent=f"/kubepods/burstable/podu{i}",
-    )
-
-
-def container(p: Pod, state: ContainerState = ContainerState.CREATING) -> Container:
-    return Container(
-        id=f"{p.id}-c",
-        pod_id=p.id,
-        name="c",
-        state=state,
-        labels={"io.kubernetes.container.name": "c"},
-        resources=LinuxResources(cpu_shares=512, memory_limit=1 << 30, cpus=CPUSet.range(0, 64)),
-        oom_score_adj=900,
-    )
-
-
-def run(
-    mode: str, existing: int, cycles: int, directory: str
-) -> tuple[dict[str, list[float]], str]:
+def run(mode: str, existing: int, cycles: int, directory: str) -> tuple[Timings, str]:
     store = None
     if mode != "none":
         store = FileStateStore(directory, background=(mode == "background"))
     manager = ResourceManager(policy=TemplatePolicy(), machine=machine(), store=store)
-    manager.start(None)
-    pods = [pod(i) for i in range(existing)]
-    manager.synchronize(pods, [container(p, ContainerState.RUNNING) for p in pods])
+    populate(manager, existing)
     if store is not None:
         store.flush()
     writes_before = store.writes if store else 0
-    timings: dict[str, list[float]] = {}
-
-    def timed(name: str, fn: Callable[..., object], *args: object) -> None:
-        start = time.perf_counter()
-        fn(*args)
-        timings.setdefault(name, []).append((time.perf_counter() - start) * 1e6)
+    timings: Timings = {}
+    timed = timer(timings)
 
     started = time.perf_counter()
     cpu_started = time.process_time()
@@ -109,11 +68,6 @@ def run(
     return timings, note
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--existing", type=int, nargs="+", default=[1000])
@@ -126,14 +80,7 @@ def main() -> None:
                 timings, note = run(mode, existing, args.cycles, directory)
             print(f"existing containers: {existing}  store: {mode}  cycles: {args.cycles}")
             print(f"  {note}")
-            print(
-                f"  {'operation':<12} {'p50 us':>10} {'p90 us':>10} {'p99 us':>10} {'mean us':>10}"
-            )
-            for name, values in timings.items():
-                print(
-                    f"  {name:<12} {pct(values, 0.5):>10.0f} {pct(values, 0.9):>10.0f} "
-                    f"{pct(values, 0.99):>10.0f} {statistics.fmean(values):>10.0f}"
-                )
+            print_table(timings)
 
 
 if __name__ == "__main__":
