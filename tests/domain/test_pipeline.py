@@ -32,8 +32,9 @@ from .support import (
 
 def test_operations_need_start() -> None:
     rig = make_rig(start=False)
-    with pytest.raises(NotStartedError):
+    with pytest.raises(NotStartedError, match="not started"):
         rig.manager.run_pod(make_pod())
+    assert rig.manager.cache.pods() == [] and rig.store.saves == 0
 
 
 def test_create_returns_adjustment_and_persists_once() -> None:

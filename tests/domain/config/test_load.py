@@ -293,5 +293,6 @@ def test_source_mapping_is_not_modified() -> None:
 
 
 def test_errors_leave_no_partial_config() -> None:
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="bogus: unknown field") as info:
         load_policy_config("balloons", BALLOONS_SPEC + "bogus: 1\n")
+    assert [str(p) for p in info.value.problems] == ["bogus: unknown field"]
