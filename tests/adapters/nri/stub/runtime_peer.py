@@ -27,7 +27,6 @@ from nrirp.adapters.nri.transport import (
     StatusCode,
     TtrpcError,
 )
-from tests.support.aio import arun as arun  # re-exported: tests/app imports it from here
 
 M = TypeVar("M", bound=Message)
 
