@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,24 +9,10 @@ import pytest
 from nrirp.adapters.sysfs import SysfsDiscovery
 from nrirp.domain.ports.hardware import HardwareDiscoveryError
 
-from .support import rewrite, scratch, write_catalogue_tree
+from .support import rewrite
 
 CPU = "devices/system/cpu"
 NODE = "devices/system/node"
-
-
-@pytest.fixture(scope="module")
-def pristine() -> Iterator[Path]:
-    with scratch() as tmp:
-        yield write_catalogue_tree("box-16", tmp)
-
-
-@pytest.fixture
-def root(pristine: Path) -> Iterator[Path]:
-    with scratch() as tmp:
-        copy = tmp / "sys"
-        shutil.copytree(pristine, copy, symlinks=True)
-        yield copy
 
 
 @pytest.mark.parametrize(

@@ -3,33 +3,16 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from nrirp.adapters.sysfs import SysfsDiscovery
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.topology import CoreType, MemoryType
 
-from .support import rewrite, scratch, write_catalogue_tree
+from .support import rewrite
 
 CPU = "devices/system/cpu"
 NODE = "devices/system/node"
-
-
-@pytest.fixture(scope="module")
-def pristine() -> Iterator[Path]:
-    with scratch() as tmp:
-        yield write_catalogue_tree("box-16", tmp)
-
-
-@pytest.fixture
-def root(pristine: Path) -> Iterator[Path]:
-    with scratch() as tmp:
-        copy = tmp / "sys"
-        shutil.copytree(pristine, copy, symlinks=True)
-        yield copy
 
 
 def discover(root: Path, **kw: object) -> object:
