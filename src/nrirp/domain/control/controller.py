@@ -112,12 +112,15 @@ def enforce(
     ctx: ControlContext,
     subject: str | None = None,
     subject_hook: Hook | None = None,
+    pending: Sequence[Container] | None = None,
 ) -> None:
     """Run the controller layer for one operation.
 
     The subject container (the one the operation is about) gets ``subject_hook`` from every
     controller; every other container with pending changes gets ``POST_UPDATE`` from each
     controller it is marked for. A controller that reports done has its mark cleared.
+    ``pending`` is ``ctx.cache.pending_containers()`` when the caller has it already (it
+    scans every container).
     """
     cache = ctx.cache
     if subject is not None and subject_hook is not None:
@@ -127,7 +130,7 @@ def enforce(
                 current = cache.require_container(subject)
                 if invoke(controller, subject_hook, ctx, current):
                     cache.clear_pending(subject, controller.name)
-    for ctr in cache.pending_containers():
+    for ctr in cache.pending_containers() if pending is None else pending:
         if ctr.id == subject and subject_hook is not None:
             continue  # had its own hook; what is left is deferred on purpose
         for name in sorted(ctr.pending.controllers, key=_order(registry)):

@@ -527,14 +527,15 @@ class ResourceManager:
     def _enforce(
         self, operation: str, subject: str | None = None, hook: Hook | None = None
     ) -> ControlContext:
-        for ctr in self.cache.pending_containers():
+        pending = self.cache.pending_containers()
+        for ctr in pending:
             changed = ctr.pending.resources
             if (
                 changed.cpus is not None or changed.mems is not None
             ) and ctr.id not in self._decided:
                 self._record_decision(ctr, operation, True)
         ctx = ControlContext(operation, self.cache)
-        enforce(self._controllers, ctx, subject, hook)
+        enforce(self._controllers, ctx, subject, hook, pending)
         for notice in ctx.notices:
             self._log.notice(notice)
         return ctx
