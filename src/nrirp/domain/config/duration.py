@@ -92,10 +92,6 @@ class Duration:
     def to_config(self) -> str:
         return str(self)
 
-    @classmethod
-    def of_seconds(cls, seconds: int | float | Fraction) -> Duration:
-        return cls(int(Fraction(seconds) * _SECOND))
-
     def total_seconds(self) -> float:
         return self.nanoseconds / _SECOND
 
