@@ -149,4 +149,18 @@ def test_formatting_is_canonical_and_lossless(nanos: int, fmt: QuantityFormat) -
     text = str(quantity)
     parsed = Quantity.parse(text)
     assert parsed == quantity
-    assert str(parsed) == text  # canonical text is a fixed point
+    # The parsed text's canonical form is a fixed point. It can differ from ``text`` itself:
+    # as in Kubernetes, a BinarySI amount that is no multiple of 1024 prints without a suffix
+    # and parses back as DecimalSI (see test_binary_amount_without_binary_form).
+    assert str(Quantity.parse(str(parsed))) == str(parsed)
+    if fmt is QuantityFormat.DECIMAL_SI:
+        assert str(parsed) == text
+
+
+def test_binary_amount_without_binary_form() -> None:
+    quantity = Quantity(Fraction(3_125_000), QuantityFormat.BINARY_SI)
+    assert str(quantity) == "3125000"  # Kubernetes: not a multiple of 1024, no binary suffix
+    parsed = Quantity.parse("3125000")
+    assert parsed == quantity
+    assert parsed.format is QuantityFormat.DECIMAL_SI
+    assert str(parsed) == "3125k"
