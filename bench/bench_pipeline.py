@@ -2,7 +2,8 @@
 
 Drives the template policy through run-pod / create / post-create / start / post-start /
 stop / remove for new containers while N containers already exist, with the in-memory state
-store (so every save pays the full snapshot + JSON encoding cost, but no disk I/O).
+store (every changing operation builds its snapshot; the store keeps it and JSON-encodes only
+when flushed, like the daemon's writer thread, so no encoding and no disk I/O is timed).
 
 Examples:
   .venv/bin/python bench/bench_pipeline.py

@@ -10,7 +10,7 @@ import pytest
 from dependency_injector import providers
 
 from nrirp.adapters.fakehw import expected_machine, load_machine, machine_names
-from nrirp.adapters.memory import RecordingDecisionLog
+from nrirp.adapters.memory import InMemoryStateStore, RecordingDecisionLog
 from nrirp.adapters.nri.simruntime.kubelet import milli_cpu_to_shares
 from nrirp.app.simulator import (
     Change,
@@ -22,7 +22,6 @@ from nrirp.app.simulator import (
     replay,
     replay_result,
 )
-from nrirp.app.simulator.state import CoalescingStateStore
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.ports.decisions import NullDecisionLog
 from tests.app.simulator.policies import MODULE as TEST_POLICIES
@@ -322,7 +321,7 @@ def test_state_is_saved_once_per_step_and_unsaveable_state_fails_the_step() -> N
     workload = parse_workload(text)
     container = build_simulator("sim-bad-state", machine="box-16", policy_modules=[TEST_POLICIES])
     store = container.state_store()
-    assert isinstance(store, CoalescingStateStore)
+    assert isinstance(store, InMemoryStateStore)
     container.resource_manager().start()
     steps = asyncio.run(replay(container, workload))
     assert steps[0].ok and steps[2].ok

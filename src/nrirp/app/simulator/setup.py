@@ -8,7 +8,6 @@ from dependency_injector import providers
 
 from nrirp.app.containers import SimulatorContainer
 from nrirp.app.embed.policy_modules import resolve_policy_modules
-from nrirp.app.simulator.state import CoalescingStateStore
 from nrirp.app.simulator.updates import SettlingRuntimeUpdates
 from nrirp.domain.ports.hardware import HardwareDiscovery
 from nrirp.domain.topology import MemoryType
@@ -31,7 +30,7 @@ def build_simulator(
     ``machine``, else the sysfs tree at ``sysfs_root``. ``policy_modules`` are module names or
     ``.py`` files (default: ``NRIRP_POLICY_MODULES``). Every adapter can still be overridden
     before first use; ``runtime_updates`` must stay a :class:`SettlingRuntimeUpdates`. The
-    state store is a :class:`CoalescingStateStore` (the replay flushes it after every step).
+    replay flushes the in-memory state store after every step.
     """
     container = SimulatorContainer()
     container.config.from_dict(
@@ -48,5 +47,4 @@ def build_simulator(
     if hardware is not None:
         container.hardware.override(providers.Object(hardware))
     container.runtime_updates.override(providers.Singleton(SettlingRuntimeUpdates))
-    container.state_store.override(providers.Singleton(CoalescingStateStore))
     return container
