@@ -7,6 +7,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from nrirp.adapters.storage.json_encoding import SnapshotJsonEncoder
 from nrirp.domain.ports.state_store import StateStoreError
 
 
@@ -24,6 +25,7 @@ class InMemoryStateStore:
         self._lock = threading.Lock()
         self._text: str | None = None if initial is None else json.dumps(initial)
         self._latest: Mapping[str, Any] | None = None
+        self._encoder = SnapshotJsonEncoder()
         self.saves = 0
         self.fail_saves = False
         """Set to make :meth:`save` raise (tests of failing storage)."""
@@ -42,7 +44,7 @@ class InMemoryStateStore:
             if latest is None:
                 return
             try:
-                self._text = json.dumps(latest)
+                self._text = self._encoder.encode(latest)
             except (TypeError, ValueError) as exc:
                 raise StateStoreError(f"state is not JSON-compatible: {exc}") from exc
 

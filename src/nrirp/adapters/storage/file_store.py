@@ -4,7 +4,10 @@ Saving is on the hot path (the resource manager saves after every changing opera
 before the CreateContainer reply goes out), and JSON-encoding a snapshot of a thousand
 containers takes milliseconds. So :meth:`FileStateStore.save` only hands the snapshot to a
 writer thread and returns; the writer waits ``linger`` seconds for more snapshots, then encodes
-and writes only the latest one. A burst of operations therefore costs a handful of writes.
+and writes only the latest one. A burst of operations therefore costs a handful of writes, and
+each write re-encodes only the pods and containers that changed
+(:class:`~nrirp.adapters.storage.json_encoding.SnapshotJsonEncoder`), so the writer holds the
+GIL, and stalls the event loop, for little time.
 
 Durability: :meth:`flush` waits until the latest snapshot is on disk (or raises why not);
 :meth:`close` flushes and stops the writer, and is also run at interpreter exit. A failed write
@@ -26,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nrirp.adapters.storage.atomic import remove_stale_temps, write_atomically
+from nrirp.adapters.storage.json_encoding import SnapshotJsonEncoder
 from nrirp.adapters.storage.safety import check_not_shared_writable
 from nrirp.domain.ports.state_store import StateStoreError
 
@@ -58,6 +62,7 @@ class FileStateStore:
         self._dir = os.fspath(directory)
         self._name = name
         self._path = os.path.join(self._dir, name)
+        self._encoder = SnapshotJsonEncoder()
         self._background = background
         self._linger = linger
         self._retry_interval = retry_interval
@@ -223,7 +228,7 @@ class FileStateStore:
 
     def _write(self, snapshot: Mapping[str, Any]) -> None:
         try:
-            data = json.dumps(snapshot, separators=(",", ":"), allow_nan=False).encode()
+            data = self._encoder.encode(snapshot).encode()
         except (TypeError, ValueError) as exc:
             raise StateStoreError(f"state for {self._path} is not JSON-compatible: {exc}") from exc
         try:

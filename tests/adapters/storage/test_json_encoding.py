@@ -1,0 +1,78 @@
+"""SnapshotJsonEncoder: same bytes as json.dumps, re-encoding only elements that changed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nrirp.adapters.storage.json_encoding import SnapshotJsonEncoder
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+snapshots = st.dictionaries(
+    st.text(max_size=8),
+    json_values | st.lists(st.dictionaries(st.text(max_size=6), json_values, max_size=4)),
+    max_size=6,
+)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+@given(first=snapshots, second=snapshots)
+def test_output_equals_json_dumps_across_calls(
+    first: dict[str, Any], second: dict[str, Any]
+) -> None:
+    encoder = SnapshotJsonEncoder()
+    assert encoder.encode(first) == dumps(first)
+    assert encoder.encode(second) == dumps(second)
+    assert encoder.encode(first) == dumps(first)
+
+
+class Counting(dict[str, Any]):
+    encoded = 0
+
+    def items(self) -> Any:
+        Counting.encoded += 1
+        return super().items()
+
+
+def test_only_new_elements_are_encoded() -> None:
+    encoder = SnapshotJsonEncoder()
+    containers = [Counting(id=str(n), cpus="0-3") for n in range(1000)]
+    Counting.encoded = 0
+    text = encoder.encode({"version": 1, "containers": containers})
+    assert Counting.encoded == 1000
+    assert json.loads(text)["containers"][999] == {"id": "999", "cpus": "0-3"}
+
+    Counting.encoded = 0
+    changed = [*containers[:500], Counting(id="500", cpus="4"), *containers[501:]]
+    text = encoder.encode({"version": 1, "containers": changed})
+    assert Counting.encoded == 1  # only the replaced element
+    assert json.loads(text)["containers"][500] == {"id": "500", "cpus": "4"}
+
+    Counting.encoded = 0
+    moved = changed[1:]  # a removal shifts everything: still found by identity
+    text = encoder.encode({"version": 2, "containers": moved})
+    assert Counting.encoded == 0
+    assert text == dumps({"version": 2, "containers": moved})
+
+
+def test_not_json_compatible_raises_like_json_dumps() -> None:
+    encoder = SnapshotJsonEncoder()
+    with pytest.raises(TypeError):
+        encoder.encode({"containers": [{"bad": object()}]})
+    with pytest.raises(ValueError):
+        encoder.encode({"x": float("nan")})
