@@ -5,12 +5,15 @@ from nrirp.adapters.memory.decisions import RecordingDecisionLog, RecordingMetri
 from nrirp.adapters.memory.host_control import HostCall, InMemoryHostControl
 from nrirp.adapters.memory.runtime_updates import RecordingRuntimeUpdates
 from nrirp.adapters.memory.state_store import InMemoryStateStore
+from nrirp.adapters.memory.timers import ManualTimer, ManualTimers
 
 __all__ = [
     "FakeClock",
     "HostCall",
     "InMemoryHostControl",
     "InMemoryStateStore",
+    "ManualTimer",
+    "ManualTimers",
     "RecordingDecisionLog",
     "RecordingMetrics",
     "RecordingRuntimeUpdates",

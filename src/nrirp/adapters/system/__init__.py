@@ -9,6 +9,7 @@ from nrirp.adapters.system.config_file import (
 )
 from nrirp.adapters.system.decision_log import LoggingDecisionLog
 from nrirp.adapters.system.logs import JsonFormatter, TextFormatter, configure_logging
+from nrirp.adapters.system.timers import ThreadTimer, ThreadTimers, TimersClosedError
 
 __all__ = [
     "ConfigFileError",
@@ -18,6 +19,9 @@ __all__ = [
     "LoggingDecisionLog",
     "SystemClock",
     "TextFormatter",
+    "ThreadTimer",
+    "ThreadTimers",
+    "TimersClosedError",
     "configure_logging",
     "read_config_file",
 ]

@@ -84,6 +84,8 @@ from nrirp.domain.ports.host_control import HostControl
 from nrirp.domain.ports.metrics import Metrics
 from nrirp.domain.ports.runtime_updates import RuntimeUpdates
 from nrirp.domain.ports.state_store import StateStore, StateStoreError
+from nrirp.domain.ports.timers import Timers
+from nrirp.domain.ports.topology_hints import TopologyHintSource
 from nrirp.domain.topology import Machine
 
 T = TypeVar("T")
@@ -115,6 +117,8 @@ class ResourceManager:
         decisions: DecisionLog | None = None,
         metrics: Metrics | None = None,
         config_codec: ConfigCodec | None = None,
+        hints: TopologyHintSource | None = None,
+        timers: Timers | None = None,
     ) -> None:
         self._policy = policy
         self._machine = machine
@@ -150,6 +154,8 @@ class ResourceManager:
             inject=self.inject_event,
             decide=self._record_decision,
             notify=self._notify,
+            hints=hints,
+            timers=timers,
         )
 
     # ================================================================== properties

@@ -1,6 +1,6 @@
 """The policy port, the context policies get, events, exports and the policy registry."""
 
-from nrirp.domain.policy.context import PolicyContext
+from nrirp.domain.policy.context import NoTimersError, PolicyContext
 from nrirp.domain.policy.events import UPDATES_FAILED, PolicyEvent, UpdatesFailed
 from nrirp.domain.policy.port import Policy, PolicyError
 from nrirp.domain.policy.registry import PolicyFactory, PolicyRegistry, UnknownPolicyError
@@ -9,6 +9,7 @@ from nrirp.domain.policy.zones import MetricSample, TopologyZone, ZoneAttribute,
 __all__ = [
     "UPDATES_FAILED",
     "MetricSample",
+    "NoTimersError",
     "Policy",
     "PolicyContext",
     "PolicyError",

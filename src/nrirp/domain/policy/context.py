@@ -2,24 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 
 from nrirp.domain.cache import Cache
-from nrirp.domain.model import AnnotationProblem, AnnotationReader, Container
+from nrirp.domain.model import AnnotationProblem, AnnotationReader, Container, Device, Mount
 from nrirp.domain.policy.events import PolicyEvent
 from nrirp.domain.ports.clock import Clock
 from nrirp.domain.ports.decisions import Severity
+from nrirp.domain.ports.timers import TimerHandle, Timers
+from nrirp.domain.ports.topology_hints import TopologyHintSource
 from nrirp.domain.topology import Machine
+from nrirp.domain.topology.hints import TopologyHint, select_hints
 
 DecideFn = Callable[[Container, str, bool], None]
 NoticeFn = Callable[[str, Severity, "str | None"], None]
+
+_HINT_CACHE_PRUNE_AT = 1024
+"""Cached hint lookups beyond which those of containers gone from the cache are dropped."""
+
+
+class NoTimersError(RuntimeError):
+    """:meth:`PolicyContext.schedule_event` was called but no timer facility is wired
+    (a composition error, not a policy decision)."""
 
 
 class PolicyContext:
     """The policy's view of the resource manager.
 
     Only use it from inside policy calls (they run serialized); from other threads (timers),
-    call :meth:`inject_event` and act in ``handle_event``.
+    call :meth:`inject_event` and act in ``handle_event``. ``hints`` finds topology hints for
+    containers' devices and mounts (none without it); ``timers`` backs :meth:`schedule_event`.
     """
 
     def __init__(
@@ -31,6 +44,8 @@ class PolicyContext:
         inject: Callable[[PolicyEvent], None],
         decide: DecideFn,
         notify: NoticeFn,
+        hints: TopologyHintSource | None = None,
+        timers: Timers | None = None,
     ) -> None:
         self._cache = cache
         self._machine = machine
@@ -39,6 +54,11 @@ class PolicyContext:
         self._decide = decide
         self._notify = notify
         self._readers: list[AnnotationReader] = []
+        self._hints = hints
+        self._timers = timers
+        self._hint_cache: dict[
+            str, tuple[tuple[Mount, ...], tuple[Device, ...], Mapping[str, TopologyHint]]
+        ] = {}
 
     @property
     def cache(self) -> Cache:
@@ -64,6 +84,64 @@ class PolicyContext:
         operation; from another thread it waits for the pipeline and is handled at once.
         """
         self._inject(event)
+
+    def schedule_event(self, delay_seconds: float, event: PolicyEvent) -> TimerHandle:
+        """Inject ``event`` (as :meth:`inject_event` does) ``delay_seconds`` from now.
+
+        ``handle_event(event)`` then runs under the pipeline's serialization; cancel the
+        returned handle to call it off. A failure to deliver the event is reported as a notice.
+        Raises :class:`NoTimersError` when the resource manager has no timers (the app's
+        compositions always wire them) and ``ValueError`` for a negative or non-finite delay.
+        """
+        if self._timers is None:
+            raise NoTimersError(
+                f"cannot schedule event {event.kind!r}: the resource manager has no timers "
+                "(pass timers= to ResourceManager)"
+            )
+        if not math.isfinite(delay_seconds) or delay_seconds < 0:
+            raise ValueError(f"invalid timer delay {delay_seconds!r}: expected seconds >= 0")
+
+        def fire() -> None:
+            try:
+                self._inject(event)
+            except Exception as exc:  # a timer thread has no caller to raise to
+                self._notify(
+                    f"scheduled event {event.kind!r} was not delivered: {exc}",
+                    Severity.ERROR,
+                    None,
+                )
+
+        return self._timers.call_later(delay_seconds, fire)
+
+    def topology_hints(self, container: Container) -> Mapping[str, TopologyHint]:
+        """The topology hints of the container's devices and mounts that its annotations
+        select (``topologyhints``, ``allow.``/``deny.topologyhints``), keyed by provider.
+
+        Empty without a hint source. Lookups are cached per container (mounts and devices
+        do not change after creation); unusable annotations are reported like others.
+        """
+        if self._hints is None:
+            return {}
+        found = self._raw_hints(container)
+        if not found:
+            return {}
+        return select_hints(found, self.annotations(container))
+
+    def _raw_hints(self, container: Container) -> Mapping[str, TopologyHint]:
+        assert self._hints is not None
+        cached = self._hint_cache.get(container.id)
+        if cached is not None and cached[0] == container.mounts and cached[1] == container.devices:
+            return cached[2]
+        try:
+            found = dict(self._hints.hints(container))
+        except Exception as exc:  # the port must not raise; one container's hints are optional
+            self._notify(f"topology hints unavailable: {exc}", Severity.WARNING, container.id)
+            return {}
+        if len(self._hint_cache) >= _HINT_CACHE_PRUNE_AT:
+            for gone in [cid for cid in self._hint_cache if self._cache.container(cid) is None]:
+                del self._hint_cache[gone]
+        self._hint_cache[container.id] = (container.mounts, container.devices, found)
+        return found
 
     def record_decision(self, container: Container, reason: str, *, ok: bool = True) -> None:
         """Log the container's current cpus/mems (as in the cache) with ``reason``."""
