@@ -1,0 +1,66 @@
+"""Evaluation of match expressions (``key`` / ``operator`` / ``values``) as the reference does it.
+
+For a key that does not exist, ``Equals``, ``In``, ``Matches``, ``MatchesAny`` and ``Exists`` are
+false and their negations true; ``AlwaysTrue`` is always true. So an operator and its negation
+never agree. ``Equals``/``NotEqual``/``Matches``/``MatchesNot`` use the first value; with no
+value at all nothing is equal to it and nothing matches it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from nrirp.domain.config.expression import Expression, Operator
+from nrirp.domain.matching.glob import glob_match, glob_problem
+from nrirp.domain.matching.keys import KeyResolver, key_value
+
+_GLOB_OPERATORS = frozenset(
+    {Operator.MATCHES, Operator.MATCHES_NOT, Operator.MATCHES_ANY, Operator.MATCHES_NONE}
+)
+
+NEGATIONS = {
+    Operator.EQUALS: Operator.NOT_EQUAL,
+    Operator.IN: Operator.NOT_IN,
+    Operator.EXISTS: Operator.NOT_EXISTS,
+    Operator.MATCHES: Operator.MATCHES_NOT,
+    Operator.MATCHES_ANY: Operator.MATCHES_NONE,
+}
+"""Each positive operator and the operator that negates it."""
+
+
+def _positive(operator: Operator, value: str | None, values: tuple[str, ...]) -> bool:
+    if operator is Operator.EXISTS:
+        return value is not None
+    if value is None:
+        return False
+    if operator is Operator.EQUALS:
+        return bool(values) and value == values[0]
+    if operator is Operator.IN:
+        return value in values
+    if operator is Operator.MATCHES:
+        return bool(values) and glob_match(values[0], value)
+    return any(glob_match(pattern, value) for pattern in values)  # MatchesAny
+
+
+_POSITIVE_OF = {negative: positive for positive, negative in NEGATIONS.items()}
+
+
+def evaluate(expression: Expression, subject: KeyResolver) -> bool:
+    """Whether ``subject`` satisfies ``expression``."""
+    operator = expression.operator
+    if operator is Operator.ALWAYS_TRUE:
+        return True
+    value = key_value(subject, expression.key)
+    positive = _POSITIVE_OF.get(operator)
+    if positive is not None:
+        return not _positive(positive, value, expression.values)
+    return _positive(operator, value, expression.values)
+
+
+def expression_problems(expression: Expression) -> Iterator[str]:
+    """What makes ``expression`` unusable beyond its config rules: malformed glob patterns."""
+    if expression.operator in _GLOB_OPERATORS:
+        for pattern in expression.values:
+            problem = glob_problem(pattern)
+            if problem is not None:
+                yield f"invalid glob pattern {pattern!r}: {problem}"
