@@ -1,0 +1,192 @@
+"""What the allocator precomputes once per machine: packages, cores, clusters and cache levels.
+
+CPU sets are plain ``int`` bit masks here (bit ``n`` = CPU ``n``), the representation
+:class:`~nrirp.domain.cpuset.CPUSet` wraps, so the per-call work is big-integer arithmetic.
+Cores also carry a mask relative to their package's lowest CPU id, which keeps the masks
+small on machines whose CPU ids run into the thousands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from nrirp.domain.config.enums import CPUPriority
+from nrirp.domain.cpuallocator.priorities import classify_priorities
+from nrirp.domain.topology import CacheGroup, CacheType, CoreType, Machine
+
+
+def bit_ids(bits: int) -> list[int]:
+    """Positions of the set bits in ascending order; the cost follows the span of the set."""
+    if not bits:
+        return []
+    low = (bits & -bits).bit_length() - 1
+    if bits.bit_count() <= 8:
+        out = []
+        while bits:
+            lowest = bits & -bits
+            out.append(lowest.bit_length() - 1)
+            bits ^= lowest
+        return out
+    text = bin(bits >> low)[:1:-1]
+    return [i + low for i, digit in enumerate(text) if digit == "1"]
+
+
+@attrs.frozen(slots=True)
+class Unit:
+    """CPUs taken as one piece: a cluster or a cache group (always inside one package)."""
+
+    bits: int
+    size: int
+    package: int
+    first: int
+    die_bits: int  # the CPUs of the unit's die (of its package when it spans dies)
+    efficient: bool = False
+
+
+@attrs.frozen(slots=True)
+class Core:
+    """A physical core; ``local`` is its thread mask shifted down by its package's ``lo``."""
+
+    local: int
+    size: int
+    first: int
+
+
+@attrs.frozen(slots=True)
+class PackageIndex:
+    id: int
+    bits: int
+    lo: int  # lowest CPU id of the package
+    local_mask: int  # bits >> lo
+    cores: tuple[Core, ...]  # by lowest thread id
+    smallest_core: int
+
+
+@attrs.frozen(slots=True)
+class CacheLevel:
+    """The groups of one cache level that are worth allocating by (they span several cores)."""
+
+    level: int
+    groups: tuple[Unit, ...]
+    by_package: Mapping[int, tuple[Unit, ...]]
+    largest: int
+
+
+class MachineIndex:
+    """Precomputed, read-only view of a machine for the allocator."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.online = machine.online.bits
+        self.hybrid = machine.is_hybrid
+        self.efficient = machine.cpus_of_type(CoreType.EFFICIENT).bits
+        self.priority_of: Mapping[int, CPUPriority] = classify_priorities(machine)
+        bits = dict.fromkeys((CPUPriority.HIGH, CPUPriority.NORMAL, CPUPriority.LOW), 0)
+        for cpu_id, priority in self.priority_of.items():
+            bits[priority] |= 1 << cpu_id
+        self.priority_bits: Mapping[CPUPriority, int] = bits
+
+        size = machine.online.max() + 1 if machine.online else 0
+        self.core_of: list[Core | None] = [None] * size
+        packages = []
+        for package in machine.packages.values():
+            lo = package.cpus.min()
+            cores = []
+            for core in machine.cores.values():
+                if core.package_id != package.id:
+                    continue
+                local = Core(local=core.cpus.bits >> lo, size=len(core.cpus), first=core.cpus.min())
+                cores.append(local)
+                for cpu_id in core.cpus:
+                    self.core_of[cpu_id] = local
+            cores.sort(key=lambda c: c.first)
+            packages.append(
+                PackageIndex(
+                    id=package.id,
+                    bits=package.cpus.bits,
+                    lo=lo,
+                    local_mask=package.cpus.bits >> lo,
+                    cores=tuple(cores),
+                    smallest_core=min(c.size for c in cores),
+                )
+            )
+        self.packages: tuple[PackageIndex, ...] = tuple(packages)
+        self.package_bits: Mapping[int, int] = {p.id: p.bits for p in packages}
+        self.clusters: tuple[Unit, ...] = _clusters(machine) if self.hybrid else ()
+        self.cache_levels: tuple[CacheLevel, ...] = _cache_levels(machine)
+
+    def core(self, cpu_id: int) -> Core:
+        core = self.core_of[cpu_id]
+        assert core is not None
+        return core
+
+
+def _unit(machine: Machine, bits: int, first: int, *, efficient: bool = False) -> Unit | None:
+    """A unit of the CPUs ``bits`` (lowest ``first``); None when they span packages."""
+    members = [machine.cpus[i] for i in bit_ids(bits)]
+    packages = {c.package_id for c in members}
+    if len(packages) != 1:
+        return None
+    package = packages.pop()
+    dies = {c.die_id for c in members}
+    die_bits = (
+        machine.die_cpus(package, dies.pop()).bits
+        if len(dies) == 1
+        else machine.package_cpus(package).bits
+    )
+    return Unit(bits, len(members), package, first, die_bits, efficient)
+
+
+def _clusters(machine: Machine) -> tuple[Unit, ...]:
+    out = []
+    for cluster in machine.clusters.values():
+        efficient = all(machine.cpus[i].core_type is CoreType.EFFICIENT for i in cluster.cpus)
+        unit = _unit(machine, cluster.cpus.bits, cluster.cpus.min(), efficient=efficient)
+        if unit is not None:
+            out.append(unit)
+    return tuple(sorted(out, key=lambda u: u.first))
+
+
+def _groups_of_level(machine: Machine, level: int) -> tuple[CacheGroup, ...]:
+    unified = machine.cache_groups(level, CacheType.UNIFIED)
+    return unified or machine.cache_groups(level, CacheType.DATA)
+
+
+def _cache_levels(machine: Machine) -> tuple[CacheLevel, ...]:
+    """Cache levels, lowest first, whose groups span more than one core.
+
+    A level that groups CPUs exactly like a lower useful level adds nothing and is left out;
+    groups that span packages are never used.
+    """
+    out: list[CacheLevel] = []
+    seen: set[frozenset[int]] = set()
+    for level in sorted({g.level for g in machine.caches}):
+        units = []
+        spans_cores = False
+        for group in _groups_of_level(machine, level):
+            if not group.cpus:
+                continue
+            unit = _unit(machine, group.cpus.bits, group.cpus.min())
+            if unit is None:
+                continue
+            cores = {machine.cpus[i].core_id for i in group.cpus}
+            spans_cores = spans_cores or len(cores) > 1
+            units.append(unit)
+        partition = frozenset(u.bits for u in units)
+        if not spans_cores or partition in seen:
+            continue
+        seen.add(partition)
+        units.sort(key=lambda u: u.first)
+        by_package: dict[int, list[Unit]] = {}
+        for unit in units:
+            by_package.setdefault(unit.package, []).append(unit)
+        out.append(
+            CacheLevel(
+                level=level,
+                groups=tuple(units),
+                by_package={p: tuple(us) for p, us in by_package.items()},
+                largest=max(u.size for u in units),
+            )
+        )
+    return tuple(out)
