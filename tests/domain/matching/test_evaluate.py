@@ -12,6 +12,7 @@ from nrirp.domain.matching import (
     NEGATIONS,
     ContainerKeys,
     MappingKeys,
+    container_predicate,
     evaluate,
     expression_problems,
 )
@@ -154,3 +155,38 @@ def test_in_is_equals_on_any_value_and_matches_any_is_matches_on_any(
 def test_negations_pair_every_operator_but_always_true() -> None:
     paired = set(NEGATIONS) | set(NEGATIONS.values())
     assert paired == set(Op) - {Op.ALWAYS_TRUE}
+
+
+# ------------------------------------------------------------------ compiled predicates
+_KEYS = st.sampled_from(
+    ["name", "namespace", "labels/a", "pod/labels/a", "tags/t", ":,/pod/namespace,name", "nope"]
+)
+_WORDS = st.sampled_from(["", "a", "b", "ab", "a*", "[ab]", "?", "ns/a", "ns"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    operator=st.sampled_from(list(Op)),
+    key=_KEYS,
+    values=st.lists(_WORDS, max_size=3),
+    name=_WORDS,
+    namespace=_WORDS,
+    label=st.one_of(st.none(), _WORDS),
+    with_pod=st.booleans(),
+)
+def test_container_predicates_answer_as_evaluate(
+    operator: Op,
+    key: str,
+    values: list[str],
+    name: str,
+    namespace: str,
+    label: str | None,
+    with_pod: bool,
+) -> None:
+    labels = {} if label is None else {"a": label}
+    pod = make_pod("p", namespace=namespace, labels=labels)
+    ctr = make_container(pod, name, labels=labels, tags=labels and {"t": label or ""})
+    expression = Expression(key=key, operator=operator, values=tuple(values))
+    the_pod = pod if with_pod else None
+    expected = evaluate(expression, ContainerKeys(ctr, the_pod))
+    assert container_predicate(expression)(ctr, the_pod) is expected

@@ -16,9 +16,9 @@ of its sub-keys does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 
@@ -90,29 +90,95 @@ class MappingKeys:
         return self.values.get(key)
 
 
-def _lookup(prefix: str, key: str, table: Mapping[str, str]) -> str | None:
-    # everything after the prefix is the map key, so label keys like app.kubernetes.io/name work
-    return table.get(key[len(prefix) :])
+def _label(prefix: str, field: str) -> Callable[[str], _Read]:
+    """Readers of map entries: everything after the prefix is the map key, so label keys such as
+    ``app.kubernetes.io/name`` work (the reference splits them at '/' and never finds them)."""
+
+    def reader(key: str) -> _Read:
+        name = key[len(prefix) :]
+        return lambda obj: getattr(obj, field).get(name)
+
+    return reader
 
 
-def _pod_value(pod: Pod | None, key: str) -> str | None:
-    if pod is None:
-        return None
-    if key == "name":
-        return pod.name
-    if key == "namespace":
-        return pod.namespace
-    if key == "qosclass":
-        return pod.qos_class.value if pod.qos_class is not None else None
-    if key == "id":
-        return pod.id
-    if key == "uid":
-        return pod.uid
-    if key.startswith("labels/"):
-        return _lookup("labels/", key, pod.labels)
-    if key.startswith("annotations/"):
-        return _lookup("annotations/", key, pod.annotations)
+_Read = Callable[[Any], str | None]
+_ContainerRead = Callable[[Container, Pod | None], str | None]
+
+
+def _qos(pod: Pod) -> str | None:
+    return pod.qos_class.value if pod.qos_class is not None else None
+
+
+_POD_FIELDS: dict[str, _Read] = {
+    "name": lambda pod: pod.name,
+    "namespace": lambda pod: pod.namespace,
+    "qosclass": _qos,
+    "id": lambda pod: pod.id,
+    "uid": lambda pod: pod.uid,
+}
+_POD_MAPS = {
+    "labels/": _label("labels/", "labels"),
+    "annotations/": _label("annotations/", "annotations"),
+}
+_CONTAINER_FIELDS: dict[str, _Read] = {"name": lambda ctr: ctr.name, "id": lambda ctr: ctr.id}
+_CONTAINER_MAPS = {
+    "labels/": _label("labels/", "labels"),
+    "tags/": _label("tags/", "tags"),
+    "annotations/": _label("annotations/", "annotations"),
+}
+POD_KEYS_OF_CONTAINERS = frozenset({"namespace", "qosclass", "uid"})
+"""Container keys that are read from the container's pod (a container has none of its own)."""
+
+
+def _absent(ctr: Container, pod: Pod | None) -> str | None:
     return None
+
+
+def _find(
+    key: str, fields: Mapping[str, _Read], maps: Mapping[str, Callable[[str], _Read]]
+) -> _Read | None:
+    read = fields.get(key)
+    if read is not None:
+        return read
+    for prefix, reader in maps.items():
+        if key.startswith(prefix):
+            return reader(key)
+    return None
+
+
+def _simple_reader(key: str) -> _ContainerRead:
+    if key.startswith("pod/") or key in POD_KEYS_OF_CONTAINERS:
+        of_pod = _find(key.removeprefix("pod/"), _POD_FIELDS, _POD_MAPS)
+        if of_pod is None:
+            return _absent
+        read_pod = of_pod
+        return lambda ctr, pod: None if pod is None else read_pod(pod)
+    of_container = _find(key, _CONTAINER_FIELDS, _CONTAINER_MAPS)
+    if of_container is None:
+        return _absent
+    read_container = of_container
+    return lambda ctr, pod: read_container(ctr)
+
+
+def _joint_reader(joint: JointKey) -> _ContainerRead:
+    parts = tuple(_simple_reader(key) for key in joint.keys)
+    separator = joint.separator
+
+    def read(ctr: Container, pod: Pod | None) -> str | None:
+        values = [part(ctr, pod) for part in parts]
+        if all(value is None for value in values):
+            return None
+        return separator.join("" if value is None else value for value in values)
+
+    return read
+
+
+@lru_cache(maxsize=4096)
+def container_reader(key: str) -> Callable[[Container, Pod | None], str | None]:
+    """A function reading ``key`` (simple or joint) of a container and its pod, as
+    :class:`ContainerKeys` resolves it; built once per key."""
+    joint = split_joint_key(key)
+    return _simple_reader(key) if joint is None else _joint_reader(joint)
 
 
 @attrs.frozen
@@ -131,21 +197,4 @@ class ContainerKeys:
     pod: Pod | None
 
     def resolve(self, key: str) -> str | None:
-        if split_joint_key(key) is not None:
-            return key_value(self, key)
-        ctr = self.container
-        if key == "name":
-            return ctr.name
-        if key == "id":
-            return ctr.id
-        if key.startswith("labels/"):
-            return _lookup("labels/", key, ctr.labels)
-        if key.startswith("tags/"):
-            return _lookup("tags/", key, ctr.tags)
-        if key.startswith("annotations/"):
-            return _lookup("annotations/", key, ctr.annotations)
-        if key.startswith("pod/"):
-            return _pod_value(self.pod, key[len("pod/") :])
-        if key in ("namespace", "qosclass", "uid"):
-            return _pod_value(self.pod, key)
-        return None
+        return container_reader(key)(self.container, self.pod)
