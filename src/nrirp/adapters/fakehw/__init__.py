@@ -1,4 +1,5 @@
-"""Fake machines: specs (YAML), a sysfs tree writer, a catalogue and a discovery adapter."""
+"""Fake machines: specs (YAML), a sysfs tree writer, a catalogue, a discovery adapter and
+topology hints for the spec's devices."""
 
 from nrirp.adapters.fakehw.catalogue import (
     UnknownMachineError,
@@ -9,6 +10,7 @@ from nrirp.adapters.fakehw.catalogue import (
 from nrirp.adapters.fakehw.discovery import FakeHardwareDiscovery
 from nrirp.adapters.fakehw.errors import MachineSpecError
 from nrirp.adapters.fakehw.expected import machine_of
+from nrirp.adapters.fakehw.hints import FakeTopologyHints, device_hints
 from nrirp.adapters.fakehw.layout import Layout, resolve
 from nrirp.adapters.fakehw.loading import (
     spec_from_data,
@@ -28,11 +30,13 @@ def expected_machine(spec: MachineSpec) -> Machine:
 
 __all__ = [
     "FakeHardwareDiscovery",
+    "FakeTopologyHints",
     "Layout",
     "MachineSpec",
     "MachineSpecError",
     "SysfsTreeError",
     "UnknownMachineError",
+    "device_hints",
     "expected_machine",
     "load_machine",
     "load_machine_or_file",

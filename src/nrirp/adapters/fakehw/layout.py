@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from nrirp.adapters.fakehw.cache_layout import cache_layout
 from nrirp.adapters.fakehw.compact import compact_layout
+from nrirp.adapters.fakehw.device_layout import device_layout
 from nrirp.adapters.fakehw.distances import node_distances
 from nrirp.adapters.fakehw.errors import MachineSpecError
 from nrirp.adapters.fakehw.explicit import explicit_layout
@@ -96,6 +97,7 @@ def _finish(
     for index, kind in enumerate(kinds):
         if kinds.index(kind) != index:
             problems.add(f"$.caches[{index}]", f"L{kind[0]} {kind[1].value} is listed twice")
+    devices = device_layout(spec.devices, nodes, online, problems)
     if problems.items:
         return None
     distances = node_distances(spec, nodes, problems)
@@ -107,4 +109,5 @@ def _finish(
         distances=distances,
         online=online,
         isolated=spec.isolated,
+        devices=tuple(devices),
     )

@@ -43,6 +43,20 @@ class CacheLayout:
 
 
 @attrs.frozen
+class DeviceLayout:
+    """A PCI device: ``sysfs_dir`` relative to the sysfs root (``/devices/pci0000:3b/...``)."""
+
+    pci: str
+    sysfs_dir: str
+    node: int  # -1: unknown
+    cpus: CPUSet  # local_cpulist
+    path: str = ""
+    type: str = "c"
+    major: int = 0
+    minor: int = 0
+
+
+@attrs.frozen
 class Layout:
     """A resolved machine; ``cpus`` holds every present CPU, online or not."""
 
@@ -53,6 +67,7 @@ class Layout:
     distances: dict[int, dict[int, int]]
     online: CPUSet
     isolated: CPUSet
+    devices: tuple[DeviceLayout, ...] = ()
 
     @property
     def present(self) -> CPUSet:

@@ -124,6 +124,21 @@ class ExplicitTopology:
 
 
 @attrs.frozen
+class DeviceSpec:
+    """A PCI device (for topology hints): its sysfs directory with ``numa_node`` and
+    ``local_cpulist``, and optionally a device node (``path``, ``type``, ``major``, ``minor``)
+    whose ``/sys/dev/{char,block}/M:m`` link leads to it."""
+
+    pci: str  # PCI address, e.g. 0000:3b:00.0
+    node: int = -1  # numa_node; -1: unknown
+    cpus: CPUSet | None = None  # local_cpulist; default: the node's online CPUs (all if -1)
+    path: str = ""  # device node, e.g. /dev/dri/card0; empty: none
+    type: str = "c"  # c (char) or b (block)
+    major: int = 0
+    minor: int = 0
+
+
+@attrs.frozen
 class MachineSpec:
     """A fake machine: exactly one of ``compact`` and ``explicit``, plus common parts."""
 
@@ -136,3 +151,4 @@ class MachineSpec:
     caches: tuple[CacheLevelSpec, ...] = DEFAULT_CACHES
     isolated: CPUSet = EMPTY
     offline: CPUSet = EMPTY  # present but offline CPUs
+    devices: tuple[DeviceSpec, ...] = ()  # PCI devices, for topology hints

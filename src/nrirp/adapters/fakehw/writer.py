@@ -3,7 +3,8 @@
 Only what discovery and the usual tools read is written: the ``*_list`` forms of cpu masks
 (not the hex masks), ``cpuN/cache/indexM/{level,type,shared_cpu_list,id,size}``,
 ``cpu/cpufreq/policyN`` with ``cpuN/cpufreq`` symlinks, node ``cpulist``/``meminfo``/``distance``
-and the ``cpu_core``/``cpu_atom`` PMU cpu lists of hybrid parts. Offline CPUs keep their
+the ``cpu_core``/``cpu_atom`` PMU cpu lists of hybrid parts, and PCI devices (``numa_node``,
+``local_cpulist``, device nodes linked from ``dev/{char,block}/M:m``). Offline CPUs keep their
 ``cpuN/online`` (``0``) but, as on Linux, lose their topology, cache and cpufreq entries and
 vanish from every sibling, cache and node list.
 """
@@ -63,6 +64,7 @@ class _Writer:
         self._write_cpus(layout)
         self._write_caches(layout)
         self._write_nodes(layout)
+        self._write_devices(layout)
         efficient = CPUSet.from_ids(
             c.id for c in layout.cpus if c.core_type is CoreType.EFFICIENT and c.id in online
         )
@@ -135,6 +137,20 @@ class _Writer:
                 self.file(f"{base}/id", cache_id)
                 if size:
                     self.file(f"{base}/size", size)
+
+    def _write_devices(self, layout: Layout) -> None:
+        for d in layout.devices:
+            self.file(f"{d.sysfs_dir}/numa_node", str(d.node))
+            self.file(f"{d.sysfs_dir}/local_cpulist", str(d.cpus))
+            if not d.path:
+                continue
+            kind = "block" if d.type == "b" else "char"
+            node_dir = (
+                f"{d.sysfs_dir}/{'block' if d.type == 'b' else 'dev'}/{d.path.rpartition('/')[2]}"
+            )
+            self.file(f"{node_dir}/dev", f"{d.major}:{d.minor}")
+            os.makedirs(f"{self.root}/dev/{kind}", exist_ok=True)
+            os.symlink(f"../..{node_dir}", f"{self.root}/dev/{kind}/{d.major}:{d.minor}")
 
     def _write_nodes(self, layout: Layout) -> None:
         online = layout.online
