@@ -4,13 +4,18 @@
 policy registry -> ``policy``, the policy configuration, and the ``resource_manager`` with its
 ports. Its adapters are ``Dependency`` providers that a composition fills in:
 
-* :class:`DaemonContainer`: real adapters (sysfs discovery under a configurable root, the file
-  state store, cgroupfs host control, NRI runtime updates) for ``nrirp run``;
+* :class:`DaemonContainer`: real adapters (sysfs discovery and topology hints under a
+  configurable root, the file state store, cgroupfs host control, NRI runtime updates) for
+  ``nrirp run``;
 * :class:`EmbeddedContainer`: no NRI; the host agent supplies ``runtime_updates`` (and
   optionally ``state_store``, ``host_control``, ``hardware``) and drives ``resource_manager``;
 * :class:`SimulatorContainer`: fake hardware (a catalogue machine, a spec file or a sysfs tree),
   in-memory storage and host control, and our NRI plugin connected to the simulated runtime
   over a socketpair (``simulation``).
+
+Every composition has thread-based ``timers`` (policies' ``schedule_event``) and
+``topology_hints`` (sysfs under ``sysfs_root``; the simulator: the machine spec's devices, or the
+sysfs tree it reads).
 
 Every adapter is a provider exposed at the top level of each composition and can be
 overridden before first use, e.g. ``container.state_store.override(providers.Object(store))``
@@ -51,8 +56,8 @@ from nrirp.adapters.nri.resmgr.simulation import Simulation, simulated_runtime
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
 from nrirp.adapters.nri.stub import Stub
 from nrirp.adapters.storage import FileStateStore
-from nrirp.adapters.sysfs import SysfsDiscovery
-from nrirp.adapters.system import LoggingDecisionLog, SystemClock, read_config_file
+from nrirp.adapters.sysfs import SysfsDiscovery, SysfsTopologyHints
+from nrirp.adapters.system import LoggingDecisionLog, SystemClock, ThreadTimers, read_config_file
 from nrirp.domain.config import PolicyConfig, load_policy_config
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.policies import builtin_registry
@@ -142,6 +147,23 @@ def simulator_hardware(
     raise ValueError("the simulator needs a machine (config key 'machine') or 'sysfs_root'")
 
 
+def sysfs_topology_hints(root: str | None) -> SysfsTopologyHints:
+    return SysfsTopologyHints(root or DEFAULT_SYSFS_ROOT)
+
+
+def simulator_topology_hints(hardware: Any, sysfs_root: str | None) -> Any:
+    """Hints for the simulator: the devices of its machine spec (``FakeHardwareDiscovery``),
+    else the sysfs tree it reads (device numbers only: mount sources are not host paths
+    there), else none."""
+    from nrirp.adapters.fakehw import FakeHardwareDiscovery, FakeTopologyHints
+
+    if isinstance(hardware, FakeHardwareDiscovery):
+        return FakeTopologyHints.from_layout(hardware.layout)
+    if sysfs_root:
+        return SysfsTopologyHints(sysfs_root, resolve_host_paths=False)
+    return FakeTopologyHints()
+
+
 def file_state_store(state_dir: str | None) -> FileStateStore:
     return FileStateStore(state_dir or DEFAULT_STATE_DIR)
 
@@ -184,6 +206,10 @@ class CoreContainer(containers.DeclarativeContainer):
         default=providers.Singleton(LoggingDecisionLog)
     )
     metrics: providers.Dependency[Any] = providers.Dependency(default=providers.Object(None))
+    topology_hints: providers.Dependency[Any] = providers.Dependency(default=providers.Object(None))
+    timers: providers.Dependency[Any] = providers.Dependency(
+        default=providers.Singleton(ThreadTimers)
+    )
 
     machine = providers.Singleton(discover_machine, hardware)
     policy_registry = providers.Singleton(make_policy_registry, config.policy_modules)
@@ -199,6 +225,8 @@ class CoreContainer(containers.DeclarativeContainer):
         clock=clock,
         decisions=decision_log,
         metrics=metrics,
+        hints=topology_hints,
+        timers=timers,
     )
 
 
@@ -210,6 +238,8 @@ ADAPTERS = (
     "clock",
     "decision_log",
     "metrics",
+    "topology_hints",
+    "timers",
 )
 """The adapter providers every composition declares at its top level (overridable there)."""
 
@@ -239,6 +269,8 @@ class EmbeddedContainer(containers.DeclarativeContainer):
     clock = providers.Singleton(SystemClock)
     decision_log = providers.Singleton(LoggingDecisionLog)
     metrics: providers.Provider[Any] = providers.Object(None)
+    topology_hints = providers.Singleton(sysfs_topology_hints, config.sysfs_root)
+    timers = providers.Singleton(ThreadTimers)
 
     core = wired_core(locals())
     machine = core.machine
@@ -264,6 +296,8 @@ class DaemonContainer(containers.DeclarativeContainer):
     clock = providers.Singleton(SystemClock)
     decision_log = providers.Singleton(LoggingDecisionLog)
     metrics: providers.Provider[Any] = providers.Object(None)
+    topology_hints = providers.Singleton(sysfs_topology_hints, config.sysfs_root)
+    timers = providers.Singleton(ThreadTimers)
 
     core = wired_core(locals())
     machine = core.machine
@@ -294,6 +328,8 @@ class SimulatorContainer(containers.DeclarativeContainer):
     clock = providers.Singleton(SystemClock)
     decision_log = providers.Singleton(RecordingDecisionLog)
     metrics: providers.Provider[Any] = providers.Object(None)
+    topology_hints = providers.Singleton(simulator_topology_hints, hardware, config.sysfs_root)
+    timers = providers.Singleton(ThreadTimers)
 
     core = wired_core(locals())
     machine = core.machine
