@@ -13,9 +13,10 @@ from typing import Any
 
 import attrs
 
-from nrirp.adapters.nri.simruntime import ContainerSpec, PodSpec, Resources
+from nrirp.adapters.nri.simruntime import ContainerSpec, DeviceSpec, MountSpec, PodSpec, Resources
 from nrirp.adapters.nri.simruntime.errors import InvalidRequest
 from nrirp.adapters.nri.simruntime.kubelet import HUGEPAGES_PREFIX, QuantityValue
+from nrirp.adapters.nri.simruntime.specs import DEFAULT_VOLUME_OPTIONS
 from nrirp.domain.config.converter import structure
 from nrirp.domain.config.document import YAMLSyntaxError, parse_text
 from nrirp.domain.config.duration import Duration
@@ -127,6 +128,45 @@ def _cpuset_problem(value: str) -> str | None:
 
 
 @attrs.frozen(kw_only=True)
+class DeviceDoc:
+    """A device node of a container: ``{path, type, major, minor}`` (for topology hints)."""
+
+    path: str
+    type: str = "c"
+    major: int = 0
+    minor: int = 0
+
+    def config_problems(self) -> Iterator[Issue]:
+        if not self.path.startswith("/"):
+            yield ("path",), f"invalid value {quote(self.path)}: expected an absolute path"
+        if self.type not in ("c", "b", "u"):
+            yield ("type",), f"invalid value {quote(self.type)}: expected 'c', 'b' or 'u'"
+        for key, value in (("major", self.major), ("minor", self.minor)):
+            if value < 0:
+                yield (key,), f"invalid value {value}: must not be negative"
+
+    def spec(self) -> DeviceSpec:
+        return DeviceSpec(self.path, self.type, self.major, self.minor)
+
+
+@attrs.frozen(kw_only=True)
+class MountDoc:
+    """A volume of a container: host path ``source`` mounted at ``destination``."""
+
+    source: str
+    destination: str
+    options: tuple[str, ...] = DEFAULT_VOLUME_OPTIONS
+
+    def config_problems(self) -> Iterator[Issue]:
+        for key, value in (("source", self.source), ("destination", self.destination)):
+            if not value.startswith("/"):
+                yield (key,), f"invalid value {quote(value)}: expected an absolute path"
+
+    def spec(self) -> MountSpec:
+        return MountSpec(self.destination, self.source, self.options)
+
+
+@attrs.frozen(kw_only=True)
 class ContainerDoc:
     """A container of ``createPod``."""
 
@@ -137,6 +177,10 @@ class ContainerDoc:
     cpuset_cpus: str = ""
     """CPUs CRI asks for (kubelet's static CPU manager sets them); empty: not restricted."""
     cpuset_mems: str = ""
+    devices: tuple[DeviceDoc, ...] = ()
+    """Device nodes the container gets (``linux.devices``)."""
+    mounts: tuple[MountDoc, ...] = ()
+    """Volumes: bind mounts of host paths."""
 
     def config_problems(self) -> Iterator[Issue]:
         problem = _name_problem(self.name, "container name")
@@ -152,6 +196,14 @@ class ContainerDoc:
                     ("annotations", key),
                     "give the plain key: the simulator adds '/container.NAME' itself",
                 )
+        seen: set[str] = set()
+        for index, mount in enumerate(self.mounts):
+            if mount.destination in seen:
+                yield (
+                    ("mounts", index, "destination"),
+                    f"another mount is already at {quote(mount.destination)}",
+                )
+            seen.add(mount.destination)
 
     def spec(self) -> ContainerSpec:
         return ContainerSpec(
@@ -159,6 +211,8 @@ class ContainerDoc:
             resources=self.resources.resources,
             cpuset_cpus=self.cpuset_cpus,
             cpuset_mems=self.cpuset_mems,
+            devices=[d.spec() for d in self.devices],
+            mounts=[m.spec() for m in self.mounts],
         )
 
 

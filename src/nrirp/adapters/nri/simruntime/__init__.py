@@ -12,8 +12,9 @@ Public API:
 
 - :class:`SimRuntime` with :class:`RuntimeOptions`; statuses :class:`PodSandboxStatus`,
   :class:`ContainerStatus` (with :class:`EffectiveResources`), :class:`PluginInfo`.
-- Specs: :class:`PodSpec`, :class:`ContainerSpec`, :class:`Resources` (Kubernetes requests and
-  limits) and the kubelet helpers in :mod:`.kubelet`.
+- Specs: :class:`PodSpec`, :class:`ContainerSpec` (with :class:`DeviceSpec` and
+  :class:`MountSpec`), :class:`Resources` (Kubernetes requests and limits) and the kubelet
+  helpers in :mod:`.kubelet`.
 - Observability: :class:`Journal` (``runtime.journal``) with :class:`PluginCall`,
   :class:`PluginEvent`, :class:`OperationRecord`.
 - Errors: :class:`SimRuntimeError` and subclasses.
@@ -53,7 +54,7 @@ from nrirp.adapters.nri.simruntime.options import RuntimeOptions
 from nrirp.adapters.nri.simruntime.plugin import PluginInfo, PluginKind, PluginState
 from nrirp.adapters.nri.simruntime.resources import EffectiveResources
 from nrirp.adapters.nri.simruntime.runtime import SimRuntime
-from nrirp.adapters.nri.simruntime.specs import ContainerSpec, PodSpec
+from nrirp.adapters.nri.simruntime.specs import ContainerSpec, DeviceSpec, MountSpec, PodSpec
 from nrirp.domain.model.qos import QOSClass
 
 __all__ = [
@@ -66,11 +67,13 @@ __all__ = [
     "ContainerSpec",
     "ContainerState",
     "ContainerStatus",
+    "DeviceSpec",
     "EffectiveResources",
     "InvalidAdjustment",
     "InvalidRequest",
     "InvalidState",
     "Journal",
+    "MountSpec",
     "NotFound",
     "NriVersion",
     "ObjectStyle",

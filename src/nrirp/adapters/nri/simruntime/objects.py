@@ -168,8 +168,19 @@ def build_container(
     if node.style.runtime_annotations:
         ctr.annotations.update(_runtime_annotations(pod, spec, spec_hash, attempt))
     if node.style.default_mounts:
-        ctr.mounts.extend(_default_mounts(pod, spec.name, spec_hash))
+        volumes = {m.destination for m in spec.mounts}
+        ctr.mounts.extend(
+            m for m in _default_mounts(pod, spec.name, spec_hash) if m.destination not in volumes
+        )
+    ctr.mounts.extend(
+        api_pb2.Mount(destination=m.destination, type="bind", source=m.source, options=m.options)
+        for m in spec.mounts
+    )
     linux = ctr.linux
+    linux.devices.extend(
+        api_pb2.LinuxDevice(path=d.path, type=d.type, major=d.major, minor=d.minor)
+        for d in spec.devices
+    )
     for kind in ("pid", "ipc", "uts", "mount"):
         path = f"/proc/{pod.pid}/ns/{kind}" if kind in ("ipc", "uts") else ""
         linux.namespaces.add(type=kind, path=path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import attrs
 
@@ -40,13 +41,81 @@ def _cpuset(_instance: object, attribute: attrs.Attribute[str], value: str) -> N
         raise InvalidRequest(f"{attribute.name} {value!r}: {exc}") from None
 
 
+def _device_type(_instance: object, _attribute: object, value: str) -> None:
+    if value not in ("c", "b", "u"):
+        raise InvalidRequest(f"device type {value!r}: expected 'c', 'b' or 'u'")
+
+
+def _absolute(_instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not value.startswith("/") or "\x00" in value:
+        raise InvalidRequest(f"{attribute.name} {value!r}: must be an absolute path")
+
+
+def _device_number(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidRequest(f"device {attribute.name} {value!r}: expected an integer >= 0")
+
+
+@attrs.frozen
+class DeviceSpec:
+    """A device node the container gets (the OCI ``linux.devices`` entry)."""
+
+    path: str = attrs.field(validator=_absolute)
+    type: str = attrs.field(default="c", validator=_device_type)
+    major: int = attrs.field(default=0, validator=_device_number)
+    minor: int = attrs.field(default=0, validator=_device_number)
+
+
+DEFAULT_VOLUME_OPTIONS = ("rbind", "rprivate", "rw")
+"""Options containerd gives a kubelet volume bind mount."""
+
+
+def _options(value: Iterable[str]) -> tuple[str, ...]:
+    items = tuple(value)
+    if not all(isinstance(item, str) for item in items):
+        raise InvalidRequest(f"mount options must be strings, got {items!r}")
+    return items
+
+
+@attrs.frozen
+class MountSpec:
+    """A volume: host path ``source`` bind-mounted at ``destination`` in the container."""
+
+    destination: str = attrs.field(validator=_absolute)
+    source: str = attrs.field(validator=_absolute)
+    options: tuple[str, ...] = attrs.field(default=DEFAULT_VOLUME_OPTIONS, converter=_options)
+
+
+def _typed_tuple(value: Iterable[Any], kind: type[Any], what: str) -> tuple[Any, ...]:
+    items = tuple(value)
+    for item in items:
+        if not isinstance(item, kind):
+            raise InvalidRequest(f"{what} must be {kind.__name__}, got {type(item).__name__}")
+    return items
+
+
+def _devices(value: Iterable[DeviceSpec]) -> tuple[DeviceSpec, ...]:
+    return _typed_tuple(value, DeviceSpec, "devices")
+
+
+def _mounts(value: Iterable[MountSpec]) -> tuple[MountSpec, ...]:
+    items: tuple[MountSpec, ...] = _typed_tuple(value, MountSpec, "mounts")
+    destinations = [m.destination for m in items]
+    for destination in destinations:
+        if destinations.count(destination) > 1:
+            raise InvalidRequest(f"two mounts at {destination!r}")
+    return items
+
+
 @attrs.frozen
 class ContainerSpec:
     """A container of a pod spec.
 
     ``cpuset_cpus``/``cpuset_mems`` are what CRI asks for (kubelet's CPU manager sets them);
     empty means "not restricted". ``annotations`` are the container's own CRI annotations;
-    kubelet's standard ones are added by the runtime.
+    kubelet's standard ones are added by the runtime. ``devices`` and ``mounts`` (volumes)
+    come after the runtime's default mounts; a volume replaces a default mount at the same
+    destination.
     """
 
     name: str = attrs.field(converter=_names)
@@ -59,6 +128,8 @@ class ContainerSpec:
     annotations: Mapping[str, str] = attrs.field(factory=dict, converter=_str_map)
     cpuset_cpus: str = attrs.field(default="", validator=_cpuset)
     cpuset_mems: str = attrs.field(default="", validator=_cpuset)
+    devices: tuple[DeviceSpec, ...] = attrs.field(default=(), converter=_devices)
+    mounts: tuple[MountSpec, ...] = attrs.field(default=(), converter=_mounts)
 
 
 def _containers(value: Iterable[ContainerSpec]) -> tuple[ContainerSpec, ...]:
