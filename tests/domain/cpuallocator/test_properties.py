@@ -110,7 +110,11 @@ def test_idle_machine_even_counts_take_whole_cores(name: str, data: st.DataObjec
     got = a.allocate(m.online, count, priority=CPUPriority.HIGH)
     for cpu in got:
         assert m.thread_siblings(cpu).issubset(got)
-    # and stays in as few packages as possible
+    # inside one NUMA node when one can hold it
+    smallest_node = min(len(n.cpus - e_cores(m)) for n in m.nodes.values() if n.cpus)
+    if count <= smallest_node:
+        assert len({m.node_of(cpu) for cpu in got}) == 1
+    # and in as few packages as possible
     largest = max(len(p.cpus - e_cores(m)) for p in m.packages.values())
     packages = {m.package_of(cpu) for cpu in got}
     assert len(packages) == -(-count // largest)

@@ -63,6 +63,10 @@ def box16() -> Machine:
     return catalogue_machine("box-16")
 
 
+def server112() -> Machine:
+    return catalogue_machine("server-112-pmem")
+
+
 def hybrid() -> Machine:
     return catalogue_machine("hybrid-desktop")
 
@@ -98,6 +102,10 @@ CASES: list[tuple[str, Callable[[], Machine], str, int, CPUPriority, str]] = [
     ("never across packages when one holds it", box16, "0-3,5,8-13", 4, P.NONE, "0-3"),
     ("package with room over the lower busy one", box16, "0-2,8-15", 4, P.NONE, "8-11"),
     ("LOW hybrid E-cluster with room, no mixing", hybrid, "0-15,17-19,21-23", 3, P.LOW, "17-19"),
+    # 3b. NUMA nodes inside a package (tightest node that holds the request)
+    ("within one node, not across two", server112, "40-55,96-111", 6, P.NONE, "42-44,98-100"),
+    ("the tightest node", server112, "40-55,96-111", 4, P.NONE, "40-41,96-97"),
+    ("sparse: idle die of the fullest package", sparse, "64-7679", 8, P.NONE, "256-263"),
     # 4. idle whole cores
     ("whole core before threads", bare, "1-3", 2, P.NONE, "2-3"),
     ("two whole cores", bare, "1-7", 4, P.NONE, "4-7"),

@@ -65,13 +65,32 @@ class PackageIndex:
 
 
 @attrs.frozen(slots=True)
-class CacheLevel:
-    """The groups of one cache level that are worth allocating by (they span several cores)."""
+class GroupLevel:
+    """Groups of CPUs at one level (a cache level, NUMA nodes or dies), each in one package.
 
-    level: int
+    ``idle_first``: a fully free group beats a tighter, partly used one (cache levels, so that
+    a workload gets a cache of its own); otherwise the tightest group wins (packing).
+    """
+
+    name: str
     groups: tuple[Unit, ...]
     by_package: Mapping[int, tuple[Unit, ...]]
     largest: int
+    idle_first: bool
+
+
+def _level(name: str, units: list[Unit], *, idle_first: bool) -> GroupLevel:
+    units.sort(key=lambda u: u.first)
+    by_package: dict[int, list[Unit]] = {}
+    for unit in units:
+        by_package.setdefault(unit.package, []).append(unit)
+    return GroupLevel(
+        name=name,
+        groups=tuple(units),
+        by_package={p: tuple(us) for p, us in by_package.items()},
+        largest=max(u.size for u in units),
+        idle_first=idle_first,
+    )
 
 
 class MachineIndex:
@@ -114,7 +133,8 @@ class MachineIndex:
         self.packages: tuple[PackageIndex, ...] = tuple(packages)
         self.package_bits: Mapping[int, int] = {p.id: p.bits for p in packages}
         self.clusters: tuple[Unit, ...] = _clusters(machine) if self.hybrid else ()
-        self.cache_levels: tuple[CacheLevel, ...] = _cache_levels(machine)
+        self.cache_levels: tuple[GroupLevel, ...] = _cache_levels(machine)
+        self.domain_levels: tuple[GroupLevel, ...] = _domain_levels(machine, self.cache_levels)
 
     def core(self, cpu_id: int) -> Core:
         core = self.core_of[cpu_id]
@@ -153,13 +173,13 @@ def _groups_of_level(machine: Machine, level: int) -> tuple[CacheGroup, ...]:
     return unified or machine.cache_groups(level, CacheType.DATA)
 
 
-def _cache_levels(machine: Machine) -> tuple[CacheLevel, ...]:
+def _cache_levels(machine: Machine) -> tuple[GroupLevel, ...]:
     """Cache levels, lowest first, whose groups span more than one core.
 
     A level that groups CPUs exactly like a lower useful level adds nothing and is left out;
     groups that span packages are never used.
     """
-    out: list[CacheLevel] = []
+    out: list[GroupLevel] = []
     seen: set[frozenset[int]] = set()
     for level in sorted({g.level for g in machine.caches}):
         units = []
@@ -177,16 +197,26 @@ def _cache_levels(machine: Machine) -> tuple[CacheLevel, ...]:
         if not spans_cores or partition in seen:
             continue
         seen.add(partition)
-        units.sort(key=lambda u: u.first)
-        by_package: dict[int, list[Unit]] = {}
-        for unit in units:
-            by_package.setdefault(unit.package, []).append(unit)
-        out.append(
-            CacheLevel(
-                level=level,
-                groups=tuple(units),
-                by_package={p: tuple(us) for p, us in by_package.items()},
-                largest=max(u.size for u in units),
-            )
-        )
+        out.append(_level(f"L{level} cache", units, idle_first=True))
     return tuple(out)
+
+
+def _domain_levels(
+    machine: Machine, cache_levels: tuple[GroupLevel, ...]
+) -> tuple[GroupLevel, ...]:
+    """NUMA nodes, then dies, where they split a package and group CPUs unlike a cache level."""
+    seen = {frozenset(u.bits for u in level.groups) for level in cache_levels}
+    seen.add(frozenset(p.cpus.bits for p in machine.packages.values()))
+    candidates = [
+        ("NUMA node", [n.cpus for n in machine.nodes.values() if n.cpus]),
+        ("die", [d.cpus for d in machine.dies.values()]),
+    ]
+    out: list[GroupLevel] = []
+    for name, sets in candidates:
+        units = [u for c in sets if (u := _unit(machine, c.bits, c.min())) is not None]
+        partition = frozenset(u.bits for u in units)
+        if not units or partition in seen:
+            continue
+        seen.add(partition)
+        out.append(_level(name, units, idle_first=False))
+    return tuple(sorted(out, key=lambda level: level.largest))

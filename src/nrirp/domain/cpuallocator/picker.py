@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 
 from nrirp.domain.cpuallocator.index import (
-    CacheLevel,
+    GroupLevel,
     MachineIndex,
     PackageIndex,
     Unit,
@@ -70,26 +70,32 @@ class Picker:
         ``efficient_clusters``: the kind of cluster step 2 takes, None to skip it.
         """
         st = _State(free, count, pref, eligible)
+        index = self._index
         if st.remaining > 1:
             self._idle_packages(st)
             if efficient_clusters is not None and st.remaining > 1:
                 self._idle_clusters(st, efficient_clusters)
             if st.remaining > 1:
-                self._cache_groups(st, self._index.cache_levels)
+                self._groups(st, index.cache_levels, (index.domain_levels,))
+            if st.remaining > 1:
+                self._groups(st, index.domain_levels, ())
             if st.remaining > 1:
                 self._idle_cores(st)
         if st.remaining > 0:
             self._threads(st)
         return st.result
 
-    def _inside(self, st: _State, free: int, levels: tuple[CacheLevel, ...]) -> int:
-        """All of ``st.remaining`` from ``free`` (one cluster or group), by the lower steps."""
+    def _inside(self, st: _State, free: int, stages: tuple[tuple[GroupLevel, ...], ...]) -> int:
+        """All of ``st.remaining`` from ``free`` (one group), by the finer steps.
+
+        ``stages``: the group levels to try, in order, before whole cores and threads.
+        """
         sub = _State(free, st.remaining, st.pref, st.eligible)
+        for position, levels in enumerate(stages):
+            if sub.remaining > 1 and levels:
+                self._groups(sub, levels, stages[position + 1 :])
         if sub.remaining > 1:
-            if levels:
-                self._cache_groups(sub, levels)
-            if sub.remaining > 1:
-                self._idle_cores(sub)
+            self._idle_cores(sub)
         if sub.remaining > 0:
             self._threads(sub)
         return sub.result
@@ -120,7 +126,7 @@ class Picker:
             fits = [row for row in idle if row[2] >= st.remaining]
             if fits:
                 unit, usable, _ = min(fits, key=lambda row: self._fit_key(st, *row))
-                st.take(self._inside(st, usable, ()))
+                st.take(self._inside(st, usable, (self._index.domain_levels,)))
                 return
             whole = [row for row in idle if row[2] <= st.remaining]
             if not whole:
@@ -140,8 +146,14 @@ class Picker:
         """0 when this allocation already has CPUs in the package, else 1."""
         return 0 if st.result & self._index.package_bits[package_id] else 1
 
-    # ---------------------------------------------------------------- 3. cache groups
-    def _cache_groups(self, st: _State, levels: tuple[CacheLevel, ...]) -> None:
+    # ---------------------------------------------------------------- 3. cache groups, nodes
+    def _groups(
+        self,
+        st: _State,
+        levels: tuple[GroupLevel, ...],
+        after: tuple[tuple[GroupLevel, ...], ...],
+    ) -> None:
+        """Step 3 over ``levels`` (lowest first); ``after``: what a chosen group is split by."""
         while st.remaining > 1 and levels:
             package_free = {p.id: (st.free & p.bits).bit_count() for p in self._index.packages}
             used = {p.id for p in self._index.packages if st.result & p.bits}
@@ -159,11 +171,13 @@ class Picker:
                         size = free.bit_count()
                         if size < st.remaining:
                             continue
-                        usable = group.bits & st.eligible
+                        busy = 0
+                        if level.idle_first:
+                            busy = 0 if free == group.bits & st.eligible else 1
                         key = (
                             unused,
                             -min((free & st.pref).bit_count(), st.remaining),
-                            0 if free == usable else 1,
+                            busy,
                             size,
                             (group.die_bits & st.free).bit_count(),
                             pfree,
@@ -172,13 +186,13 @@ class Picker:
                         if best is None or key < best[0]:
                             best = (key, free)
                 if best is not None:
-                    st.take(self._inside(st, best[1], levels[:depth]))
+                    st.take(self._inside(st, best[1], (levels[:depth], *after)))
                     return
             if not self._take_idle_group(st, levels[-1], package_free, used):
                 return
 
     def _take_idle_group(
-        self, st: _State, level: CacheLevel, package_free: dict[int, int], used: set[int]
+        self, st: _State, level: GroupLevel, package_free: dict[int, int], used: set[int]
     ) -> bool:
         """Take the best whole idle group of ``level`` that is not larger than the rest."""
         best: tuple[tuple[int, ...], int] | None = None
