@@ -151,4 +151,6 @@ def test_mapping_keys() -> None:
     keys = MappingKeys({"a": "1", "b": "2"})
     assert keys.resolve("a") == "1"
     assert keys.resolve("c") is None
-    assert keys.resolve(":,+a,b,c") == "1+2+"
+    assert keys.resolve(":,+a,b,c") is None  # a plain mapping has no such key...
+    assert key_value(keys, ":,+a,b,c") == "1+2+"  # ...but joint keys work on any resolver
+    assert key_value(MappingKeys({":,+a,b": "literal"}), ":,+a,b") is None

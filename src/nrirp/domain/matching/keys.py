@@ -80,14 +80,17 @@ def key_value(subject: KeyResolver, key: str) -> str | None:
 
 @attrs.frozen
 class MappingKeys:
-    """A resolver over a plain mapping of key -> value (handy for tests and simple subjects)."""
+    """A resolver over a plain mapping of key -> value (handy for tests and simple subjects);
+    :func:`key_value` and ``evaluate`` read joint keys from it like from any resolver."""
 
     values: Mapping[str, str]
 
     def resolve(self, key: str) -> str | None:
-        if split_joint_key(key) is not None:
-            return key_value(self, key)
         return self.values.get(key)
+
+
+_Read = Callable[[Any], str | None]
+_ContainerRead = Callable[[Container, Pod | None], str | None]
 
 
 def _label(prefix: str, field: str) -> Callable[[str], _Read]:
@@ -99,10 +102,6 @@ def _label(prefix: str, field: str) -> Callable[[str], _Read]:
         return lambda obj: getattr(obj, field).get(name)
 
     return reader
-
-
-_Read = Callable[[Any], str | None]
-_ContainerRead = Callable[[Container, Pod | None], str | None]
 
 
 def _qos(pod: Pod) -> str | None:
