@@ -9,6 +9,7 @@ import pytest
 
 from nrirp.domain.config.enums import CPUPriority
 from nrirp.domain.cpuallocator import CPUAllocator
+from nrirp.domain.cpuallocator.index import MachineIndex
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.topology import Machine
 
@@ -151,3 +152,20 @@ def test_sparse_half_die_partner() -> None:
     got = CPUAllocator(m).allocate(m.online, 300)
     assert got.issubset(m.package_cpus(0))
     assert m.die_cpus(0, 0).issubset(got)
+
+
+@pytest.mark.parametrize(
+    ("name", "caches", "domains"),
+    [
+        ("box-16", ["L3 cache"], ["NUMA node"]),
+        ("hybrid-desktop", ["L2 cache", "L3 cache"], []),
+        ("server-112-pmem", ["L3 cache"], ["NUMA node"]),
+        ("server-4s-144", ["L3 cache"], []),
+        ("sparse-8s-4096", ["L3 cache"], ["NUMA node"]),
+    ],
+)
+def test_grouping_levels(name: str, caches: list[str], domains: list[str]) -> None:
+    """Per-core caches and groupings equal to a package or a cache level are left out."""
+    index = MachineIndex(catalogue_machine(name))
+    assert [level.name for level in index.cache_levels] == caches
+    assert [level.name for level in index.domain_levels] == domains

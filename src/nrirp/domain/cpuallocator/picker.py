@@ -9,6 +9,8 @@ Steps, each working on what the previous ones left:
    (in a package this allocation already uses, with the most CPUs of the wanted priority, idle
    groups first, then the tightest group, die and package); the rest is picked inside it by the
    lower levels. When no group holds the rest, whole idle groups of the highest level are taken;
+   then the same over NUMA nodes and dies that split a package (tightest first, not idle
+   first), both inside a chosen cache group and for what no cache group could hold;
 4. idle whole cores;
 5. single threads by: package already used, the package's free CPUs of the wanted priority
    (more first), package id, the thread's priority, the free threads of its core (fewer first), id.
