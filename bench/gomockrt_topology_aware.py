@@ -1,0 +1,307 @@
+"""The daemon with the topology-aware policy vs the no-op Go stub, end to end under gomockrt.
+
+``nrimockrt`` (``tools/gomockrt``: the Go NRI 0.6.1 runtime side, what containerd 1.7.16-1.7.25
+embeds) drives ``--pods`` live pods of mixed QoS (``-qos mix``: Guaranteed, Burstable,
+BestEffort in turn) against two plugins, interleaved ``--rounds`` times (stub, daemon, stub,
+...), on a fake machine:
+
+- ``nristub``: the Go no-op plugin (subscribes to every event, returns nothing);
+- ``nrirp run --policy topology-aware --sysfs-root TREE --config-file CONFIG --state-dir DIR``:
+  TREE is the catalogue machine's sysfs tree written by the fakehw writer, CONFIG the reference
+  Helm chart's default (``reservedResources: {cpu: 750m}``), DIR a fresh directory per round;
+  ``--cgroup-root`` points at an empty directory, so nothing on this host is touched.
+
+Variants (``--variants``), each run on its own interleaved rounds:
+
+- ``fractional``: nrimockrt's defaults (Guaranteed 500m, Burstable 100m..500m): every
+  container lands in a shared pool;
+- ``integer``: ``-cpu-request 250 -cpu-limit 1000`` (Guaranteed 1 CPU: exclusive CPUs sliced
+  out of the shared pools, whose other containers get updates; Burstable 250m..1000m).
+
+After the create phase nrimockrt dumps every live container's cpus/mems as it applied them
+(adjustments and updates); the script checks them against the fake machine: every container
+pinned, cpus online and non-empty, mems existing nodes covering the NUMA nodes of the cpus,
+exclusive (integer Guaranteed) CPUs of the right count and shared with no other container, and
+at least one CPU (the reserved one: no pod here is in kube-system) used by none of them.
+
+    .venv/bin/python bench/gomockrt_topology_aware.py                      # 5 rounds, 200 pods
+    .venv/bin/python bench/gomockrt_topology_aware.py --rounds 7 --max-ratio 5
+    .venv/bin/python bench/gomockrt_topology_aware.py --machine sparse-8s-4096 --rounds 1
+
+Prints, per variant, CreateContainer p50/p99 of both plugins (medians across rounds) and the
+ratio daemon/stub of the p50s; exits 1 if a ratio is above ``--max-ratio`` (target 5) or a
+cpuset check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.gomockrt import GomockrtBuildError, build_gomockrt
+
+from nrirp.adapters.fakehw import expected_machine, load_machine, resolve, write_sysfs
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.topology import Machine
+
+VARIANTS: dict[str, list[str]] = {
+    "fractional": [],
+    "integer": ["-cpu-request", "250", "-cpu-limit", "1000"],
+}
+CONFIG = "reservedResources:\n  cpu: 750m\n"  # the reference Helm chart's default
+PERIOD = 100_000
+TREND = re.compile(r"^\s*CreateContainer\s+(\[1\].*)$", re.MULTILINE)
+
+
+def build() -> Path:
+    """Build (or reuse) the harness; returns its directory."""
+    try:
+        return build_gomockrt()
+    except GomockrtBuildError as exc:
+        sys.exit(str(exc))
+
+
+def nrimockrt_run(
+    nrimockrt: Path, workdir: Path, label: str, command: str, extra: list[str], args: Any
+) -> tuple[dict[str, Any], str]:
+    """One nrimockrt run against ``command``; its JSON summary and its stdout."""
+    out = workdir / f"{label}.json"
+    log = workdir / f"{label}.log"
+    argv = [
+        str(nrimockrt),
+        "-socket", str(workdir / "nri.sock"),
+        "-pods", str(args.pods),
+        "-qos", "mix",
+        "-sync", str(args.sync),
+        "-warmup", str(args.warmup),
+        "-json", str(out),
+        "-dump", str(workdir / f"{label}.dump.json"),
+        "-wait", "90s",
+        *extra,
+        "-exec", command,
+    ]  # fmt: skip
+    with log.open("w") as output:
+        done = subprocess.run(
+            argv, stdout=output, stderr=subprocess.STDOUT, timeout=1800, check=False
+        )
+    if done.returncode != 0:
+        sys.exit(f"{label}: nrimockrt failed (exit {done.returncode}); see {log}")
+    summary: dict[str, Any] = json.loads(out.read_text())
+    return summary, log.read_text(errors="replace")
+
+
+def event(run: dict[str, Any], name: str, key: str) -> float:
+    return float(next(e[key] for e in run["events"] if e["event"] == name))
+
+
+def daemon_command(
+    policy: str, tree: Path, config: Path, state: Path, cgroups: Path, log: Path
+) -> str:
+    """``nrirp run`` with the policy on the fake machine (``%s`` stands for the socket)."""
+    argv = [
+        sys.executable, "-m", "nrirp", "run",
+        "--policy", policy,
+        "--sysfs-root", str(tree),
+        "--config-file", str(config),
+        "--state-dir", str(state),
+        "--cgroup-root", str(cgroups),
+        "--config-poll-interval", "0",
+        "--log-level", "warning",
+    ]  # fmt: skip
+    quoted = " ".join(shlex.quote(part) for part in argv)
+    return f"{quoted} --nri-socket %s 2>{shlex.quote(str(log))}"
+
+
+# ---------------------------------------------------------------- cpuset checks
+
+
+def check_dump(
+    dump: list[dict[str, Any]], machine: Machine, expected: int
+) -> tuple[list[str], str]:
+    """Problems with the cpusets nrimockrt applied to the ``expected`` live containers (the
+    measured pods and the synchronized ones), and a one-line description of them."""
+    problems: list[str] = []
+    all_cpus = machine.online
+    all_nodes = CPUSet.from_ids(machine.nodes)
+    node_of = {cpu.id: cpu.node_id for cpu in machine.cpus.values()}
+    if len(dump) != expected:
+        problems.append(f"{len(dump)} live containers in the dump, expected {expected}")
+    exclusive: dict[str, CPUSet] = {}
+    others: dict[str, CPUSet] = {}
+    shapes: Counter[str] = Counter()
+    for entry in dump:
+        name = f"{entry['pod']}/{entry['container']} ({entry['qos']})"
+        if not entry["cpus"] or not entry["mems"]:
+            problems.append(f"{name}: not pinned (cpus={entry['cpus']!r} mems={entry['mems']!r})")
+            continue
+        cpus, mems = CPUSet.parse(entry["cpus"]), CPUSet.parse(entry["mems"])
+        if not cpus <= all_cpus:
+            problems.append(f"{name}: cpus {cpus} not all online CPUs of the machine")
+        if not mems <= all_nodes:
+            problems.append(f"{name}: mems {mems} not all NUMA nodes of the machine")
+        cpu_nodes = CPUSet.from_ids(node_of[c] for c in cpus if c in node_of)
+        if not cpu_nodes <= mems:
+            problems.append(f"{name}: mems {mems} miss the nodes {cpu_nodes} of its cpus {cpus}")
+        quota = int(entry["quota"])
+        integer = entry["qos"] == "guaranteed" and quota >= PERIOD and quota % PERIOD == 0
+        if integer:
+            exclusive[name] = cpus
+            if len(cpus) != quota // PERIOD:
+                problems.append(
+                    f"{name}: {len(cpus)} exclusive CPUs {cpus}, asked {quota // PERIOD}"
+                )
+        else:
+            others[name] = cpus
+        shapes[f"{'exclusive' if integer else 'shared'} {len(cpus)} cpus mems {mems}"] += 1
+    taken = CPUSet()
+    for name, cpus in exclusive.items():
+        if cpus & taken:
+            problems.append(f"{name}: exclusive CPUs {cpus & taken} given to another container too")
+        taken |= cpus
+    for name, cpus in others.items():
+        if cpus & taken:
+            problems.append(f"{name}: runs on exclusive CPUs {cpus & taken}")
+    used = CPUSet().union(*exclusive.values(), *others.values())
+    unused = all_cpus - used
+    if not unused:
+        # reservedResources cpu 750m keeps at least one CPU for kube-system only: no pod here
+        problems.append("every CPU is used by some container: the reserved CPUs are not kept")
+    common = "; ".join(f"{n}x {s}" for s, n in shapes.most_common(4))
+    described = (
+        f"{len(dump)} containers, {len(exclusive)} exclusive ({len(taken)} CPUs), "
+        f"{len(others)} shared, {len(unused)} CPUs used by none ({unused}); most common: {common}"
+    )
+    return problems, described
+
+
+# ---------------------------------------------------------------- main
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--machine", default="server-112-pmem", help="catalogue machine")
+    parser.add_argument("--rounds", type=int, default=5, help="runs per plugin and variant")
+    parser.add_argument("--pods", type=int, default=200)
+    parser.add_argument("--sync", type=int, default=10, help="containers to synchronize")
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--max-ratio", type=float, default=5.0, help="fail above this ratio")
+    parser.add_argument("--workdir", type=Path, help="keep trees, JSON outputs and logs here")
+    parser.add_argument("--policy", default="topology-aware", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    bindir = build() / "bin"
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="gomockrt-ta-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    spec = load_machine(args.machine)
+    machine = expected_machine(spec)
+    tree = workdir / f"sysfs-{args.machine}"
+    if not tree.exists():
+        write_sysfs(resolve(spec, f"machine {spec.name}"), tree)
+    config = workdir / f"{args.policy}.yaml"
+    config.write_text(CONFIG if args.policy == "topology-aware" else "{}\n")
+    cgroup_root = workdir / "no-cgroups"
+    cgroup_root.mkdir(exist_ok=True)
+
+    failures: list[str] = []
+    rows: list[tuple[str, float, float, float, float, float]] = []
+    for variant in args.variants:
+        extra = VARIANTS[variant]
+        runs: dict[str, list[dict[str, Any]]] = {"stub": [], "daemon": []}
+        trends: list[str] = []
+        warnings = 0
+        for round_number in range(args.rounds):
+            label = f"{variant}{round_number}"
+            state = workdir / f"state-{label}"
+            daemon_log = workdir / f"nrirp-{label}.log"
+            commands = {
+                "stub": f"{shlex.quote(str(bindir / 'nristub'))} -socket %s",
+                "daemon": daemon_command(args.policy, tree, config, state, cgroup_root, daemon_log),
+            }
+            for plugin, command in commands.items():
+                run, stdout = nrimockrt_run(
+                    bindir / "nrimockrt", workdir, f"{plugin}-{label}", command, extra, args
+                )
+                runs[plugin].append(run)
+                if plugin == "daemon":
+                    trend = TREND.search(stdout)
+                    trends.append(trend.group(1) if trend else "?")
+                    text = daemon_log.read_text(errors="replace") if daemon_log.exists() else ""
+                    warnings += sum(1 for line in text.splitlines() if line.strip())
+                    dump = json.loads((workdir / f"daemon-{label}.dump.json").read_text())
+                    problems, described = check_dump(dump or [], machine, args.pods + args.sync)
+                    print(f"  {label} cpusets: {described}", file=sys.stderr)
+                    failures += [f"{variant} round {round_number + 1}: {p}" for p in problems]
+            print(f"{variant}: round {round_number + 1}/{args.rounds} done", file=sys.stderr)
+
+        stub_p50 = statistics.median(event(r, "CreateContainer", "p50_us") for r in runs["stub"])
+        stub_p99 = statistics.median(event(r, "CreateContainer", "p99_us") for r in runs["stub"])
+        daemon_p50 = statistics.median(
+            event(r, "CreateContainer", "p50_us") for r in runs["daemon"]
+        )
+        daemon_p99 = statistics.median(
+            event(r, "CreateContainer", "p99_us") for r in runs["daemon"]
+        )
+        ratio = daemon_p50 / stub_p50
+        rows.append((variant, stub_p50, stub_p99, daemon_p50, daemon_p99, ratio))
+        if not ratio <= args.max_ratio:
+            failures.append(f"{variant}: CreateContainer p50 ratio {ratio:.2f} > {args.max_ratio}")
+
+        print(f"\n== {variant} ({' '.join(extra) or 'nrimockrt defaults'}), medians of p50 (us)")
+        print(f"{'event':<22}{'Go nristub':>12}{'daemon':>12}{'ratio':>8}")
+        for name in (e["event"] for e in runs["stub"][0]["events"]):
+            go = statistics.median(event(r, name, "p50_us") for r in runs["stub"])
+            py = statistics.median(event(r, name, "p50_us") for r in runs["daemon"])
+            print(f"{name:<22}{go:>12.1f}{py:>12.1f}{py / go:>8.2f}")
+        updates = [r["updates_in_create_responses"] for r in runs["daemon"]]
+        unsolicited = [r["unsolicited_updates"] for r in runs["daemon"]]
+        rss = [
+            r["plugin_proc_after"]["vmhwm_kib"]
+            for r in runs["daemon"]
+            if r.get("plugin_proc_after")
+        ]
+        print(
+            f"daemon: updates in CreateContainer responses per run {updates}, unsolicited "
+            f"{unsolicited}; peak RSS KiB median {statistics.median(rss) if rss else 0:.0f}; "
+            f"log lines at warning or above {warnings}"
+        )
+        for number, trend in enumerate(trends, 1):
+            print(
+                f"daemon CreateContainer trend (p50/mean us per quarter), round {number}: {trend}"
+            )
+
+    print(
+        f"\n{args.machine}: {args.pods} live pods (-qos mix), sync {args.sync}, "
+        f"{args.rounds} interleaved rounds; CreateContainer, medians across rounds (us)"
+    )
+    print(
+        f"  {'variant':<11}{'stub p50':>10}{'stub p99':>10}{'daemon p50':>12}{'daemon p99':>12}"
+        f"{'ratio p50':>11}"
+    )
+    for variant, s50, s99, d50, d99, ratio in rows:
+        print(f"  {variant:<11}{s50:>10.1f}{s99:>10.1f}{d50:>12.1f}{d99:>12.1f}{ratio:>11.2f}")
+    print(f"raw outputs: {workdir}")
+    if failures:
+        print("FAIL:")
+        for failure in failures[:30]:
+            print(f"  {failure}")
+        if len(failures) > 30:
+            print(f"  ... {len(failures) - 30} more")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
