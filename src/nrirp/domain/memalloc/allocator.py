@@ -102,7 +102,7 @@ class MemoryAllocator:
 
     def owners(self) -> tuple[str, ...]:
         """Every owner with an allocation, in allocation order."""
-        return tuple(self._placed)
+        return tuple(sorted(self._placed, key=lambda o: self._placed[o].seq))
 
     def zones(self) -> dict[CPUSet, int]:
         """Bytes accounted per zone in use (the ledger the overcommit test works on)."""
@@ -183,9 +183,8 @@ class MemoryAllocator:
         if replaced:
             self._detach(request.owner)
         self._attach(request, preferred, allowed, preferred)
-        self._relax(request, preferred)
-        if replaced:
-            self._shrink_back()
+        if self._relax(request, preferred) or replaced:
+            self._shrink_back()  # widening (or a smaller replacement) can leave room behind
         return CPUSet(self._placed[request.owner].zone), self._moved(exclude=request.owner)
 
     def _admit(self, request: MemoryRequest) -> tuple[int, int]:
@@ -213,9 +212,11 @@ class MemoryAllocator:
             preferred = self._nodes.nearest(request.nodes.bits, allowed)
         return preferred, allowed
 
-    def _relax(self, request: MemoryRequest, touched: int) -> None:
-        """Widen allocations until no node set containing ``touched`` is overcommitted."""
+    def _relax(self, request: MemoryRequest, touched: int) -> bool:
+        """Widen allocations until no node set containing ``touched`` is overcommitted;
+        True when anything was widened."""
         nodes = self._nodes
+        widened = False
         while over := self._ledger.overcommit(nodes.capacity, nodes.node_capacity, touched):
             movers = self._movers(over)
             if movers is None:
@@ -228,6 +229,8 @@ class MemoryAllocator:
                 )
             for mover in movers:
                 self._move(mover.owner, mover.target)
+            widened = True
+        return widened
 
     def _movers(self, over: Overcommit) -> list[_Mover] | None:
         """The allocations to widen out of ``over.nodes``: the fewest (largest first), the last
