@@ -86,3 +86,14 @@ def test_usable() -> None:
 def test_machine_property() -> None:
     m = catalogue_machine("box-16")
     assert CPUAllocator(m).machine is m
+
+
+def test_priority_by_its_config_spelling() -> None:
+    allocator = CPUAllocator(catalogue_machine("hybrid-desktop"))
+    everything = allocator.machine.online
+    assert allocator.allocate(everything, 2, priority="low") == CPUSet.parse("16-17")  # type: ignore[arg-type]
+    assert allocator.usable(everything, "high") == CPUSet.parse("0-15")  # type: ignore[arg-type]
+    with pytest.raises(CPUAllocationError, match=r"unknown CPU priority 'urgent' \(known: high"):
+        allocator.allocate(everything, 1, priority="urgent")  # type: ignore[arg-type]
+    with pytest.raises(CPUAllocationError, match=r"unknown CPU priority 'urgent'"):
+        allocator.release(CPUSet.parse("0-3"), 1, priority="urgent")  # type: ignore[arg-type]

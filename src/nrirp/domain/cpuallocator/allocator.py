@@ -46,7 +46,7 @@ class CPUAllocator:
         Online CPUs of the machine, less the E-cores of a hybrid part for high and normal
         priority requests.
         """
-        return CPUSet(available.bits & self._eligible(priority))
+        return CPUSet(available.bits & self._eligible(_priority(priority)))
 
     def allocate(
         self, available: CPUSet, count: int, *, priority: CPUPriority = CPUPriority.NONE
@@ -56,6 +56,7 @@ class CPUAllocator:
         Raises :class:`CPUAllocationError` when fewer than ``count`` of them are usable.
         """
         _check_count(count)
+        priority = _priority(priority)
         if count == 0:
             return CPUSet()
         eligible = self._eligible(priority)
@@ -81,6 +82,7 @@ class CPUAllocator:
         and ids that are not online CPUs of the machine go before any other.
         """
         _check_count(count)
+        priority = _priority(priority)
         held = len(cpus)
         if count > held:
             raise CPUAllocationError(
@@ -150,6 +152,15 @@ class CPUAllocator:
 def _check_count(count: int) -> None:
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise CPUAllocationError(f"CPU count must be a non-negative integer, got {count!r}")
+
+
+def _priority(value: CPUPriority | str) -> CPUPriority:
+    """The priority, also from its config spelling ('high', ...)."""
+    try:
+        return CPUPriority(value)
+    except ValueError:
+        known = ", ".join(p.value for p in CPUPriority)
+        raise CPUAllocationError(f"unknown CPU priority {value!r} (known: {known})") from None
 
 
 def _describe(cpus: CPUSet) -> str:
