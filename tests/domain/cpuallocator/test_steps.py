@@ -97,6 +97,8 @@ CASES: list[tuple[str, Callable[[], Machine], str, int, CPUPriority, str]] = [
     ("tightest L2 module", modules, "1-3,5-7,10-11,13-15", 2, P.NONE, "10-11"),
     ("tightest L2 module, lowest id on ties", modules, "1-3,5-7,10-11,13-15", 3, P.NONE, "1-3"),
     ("idle module first, over a tighter one", modules, "2-3,8-15", 2, P.NONE, "8-9"),
+    ("whole free core over lonely threads", modules, "1,3,5-7", 2, P.NONE, "6-7"),
+    ("whole cores, then the tightest", modules, "1,3,5-7,10-11", 2, P.NONE, "10-11"),
     ("lowest level that holds the request", modules, "1-15", 6, P.NONE, "4-9"),
     ("tie on module size: the fuller die", two_dies, "1-3,5-7,9-11", 3, P.NONE, "9-11"),
     ("tie on module size: the fuller die (mirrored)", two_dies, "1-3,9-11,13-15", 3, P.NONE, "1-3"),

@@ -55,6 +55,19 @@ class Core:
 
 
 @attrs.frozen(slots=True)
+class CoreShape:
+    """Cores whose threads sit at the same offsets from their first thread.
+
+    ``firsts``: the first threads of those cores (global mask); ``offsets``: where the other
+    threads are. ``free & (free >> d) ...`` over the offsets marks the cores wholly in ``free``.
+    """
+
+    firsts: int
+    offsets: tuple[int, ...]
+    size: int
+
+
+@attrs.frozen(slots=True)
 class PackageIndex:
     id: int
     bits: int
@@ -62,6 +75,21 @@ class PackageIndex:
     local_mask: int  # bits >> lo
     cores: tuple[Core, ...]  # by lowest thread id
     smallest_core: int
+    largest_core: int
+    shapes: tuple[CoreShape, ...]  # empty when the numbering has too many shapes
+
+    def whole_core_cpus(self, free: int) -> int:
+        """How many CPUs of ``free`` belong to cores of this package that are wholly free."""
+        if not self.shapes:
+            local = free >> self.lo
+            return sum(c.size for c in self.cores if local & c.local == c.local)
+        total = 0
+        for shape in self.shapes:
+            whole = free & shape.firsts
+            for offset in shape.offsets:
+                whole &= free >> offset
+            total += whole.bit_count() * shape.size
+        return total
 
 
 @attrs.frozen(slots=True)
@@ -128,10 +156,13 @@ class MachineIndex:
                     local_mask=package.cpus.bits >> lo,
                     cores=tuple(cores),
                     smallest_core=min(c.size for c in cores),
+                    largest_core=max(c.size for c in cores),
+                    shapes=_shapes(cores, lo),
                 )
             )
         self.packages: tuple[PackageIndex, ...] = tuple(packages)
         self.package_bits: Mapping[int, int] = {p.id: p.bits for p in packages}
+        self.package_by_id: Mapping[int, PackageIndex] = {p.id: p for p in packages}
         self.clusters: tuple[Unit, ...] = _clusters(machine) if self.hybrid else ()
         self.cache_levels: tuple[GroupLevel, ...] = _cache_levels(machine)
         self.domain_levels: tuple[GroupLevel, ...] = _domain_levels(machine, self.cache_levels)
@@ -140,6 +171,24 @@ class MachineIndex:
         core = self.core_of[cpu_id]
         assert core is not None
         return core
+
+
+_MAX_SHAPES = 8
+
+
+def _shapes(cores: list[Core], lo: int) -> tuple[CoreShape, ...]:
+    """The cores grouped by thread offsets; empty when there are too many groups to pay off."""
+    firsts: dict[tuple[int, ...], int] = {}
+    for core in cores:
+        ids = bit_ids(core.local)
+        offsets = tuple(i - ids[0] for i in ids[1:])
+        firsts[offsets] = firsts.get(offsets, 0) | 1 << (ids[0] + lo)
+        if len(firsts) > _MAX_SHAPES:
+            return ()
+    return tuple(
+        CoreShape(firsts=mask, offsets=offsets, size=len(offsets) + 1)
+        for offsets, mask in sorted(firsts.items())
+    )
 
 
 def _unit(machine: Machine, bits: int, first: int, *, efficient: bool = False) -> Unit | None:

@@ -7,7 +7,8 @@ Steps, each working on what the previous ones left:
    the tightest idle cluster that holds the rest, else whole idle clusters;
 3. cache groups: at the lowest cache level where one group holds the rest, the best such group
    (in a package this allocation already uses, with the most CPUs of the wanted priority, idle
-   groups first, then the tightest group, die and package); the rest is picked inside it by the
+   groups first, whole free cores enough for the request, then the tightest group, die and
+   package); the rest is picked inside it by the
    lower levels. When no group holds the rest, whole idle groups of the highest level are taken;
    then the same over NUMA nodes and dies that split a package (tightest first, not idle
    first), both inside a chosen cache group and for what no cache group could hold;
@@ -168,6 +169,9 @@ class Picker:
                     if pfree < st.remaining:
                         continue
                     unused = 0 if package_id in used else 1
+                    package = self._index.package_by_id[package_id]
+                    # the part of the request that whole cores should cover
+                    cores_part = st.remaining - st.remaining % package.largest_core
                     for group in groups:
                         free = group.bits & st.free
                         size = free.bit_count()
@@ -176,10 +180,12 @@ class Picker:
                         busy = 0
                         if level.idle_first:
                             busy = 0 if free == group.bits & st.eligible else 1
+                        whole = package.whole_core_cpus(free) if cores_part else 0
                         key = (
                             unused,
                             -min((free & st.pref).bit_count(), st.remaining),
                             busy,
+                            -min(whole, cores_part),
                             size,
                             (group.die_bits & st.free).bit_count(),
                             pfree,
