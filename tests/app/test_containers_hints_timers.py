@@ -209,3 +209,50 @@ def _fake_hardware(name: str) -> Any:
     from nrirp.adapters.fakehw import FakeHardwareDiscovery
 
     return FakeHardwareDiscovery(load_machine(name))
+
+
+# ---------------------------------------------------------------------- closing timers
+def test_engine_takes_hints_and_timers_and_close_cancels_timers() -> None:
+    from nrirp.app.embed import Engine
+
+    hint = TopologyHint("/sys/devices/pci0000:00/0000:00:02.0", nodes=CPUSet.of(1))
+    timers = ThreadTimers()
+    engine = Engine.build(
+        "hint-probe",
+        policy_modules=[THIS_MODULE],
+        runtime_updates=RecordingRuntimeUpdates(),
+        hardware=_fake_hardware("box-16"),
+        topology_hints=FakeTopologyHints({"/dev/dri/card0": hint}),
+        timers=timers,
+    )
+    engine.start()
+    engine.run_pod_sandbox(POD)
+    engine.create_container(POD, GPU_CTR)
+    policy = engine.policy
+    assert isinstance(policy, HintProbePolicy)
+    assert list(policy.seen["app"]) == [hint.provider]
+    assert timers.pending == 1  # the probe's event, 50 ms away
+    engine.close()
+    assert timers.pending == 0
+    threading.Event().wait(0.2)
+    assert policy.events == []
+
+
+def test_daemon_final_flush_cancels_timers(tmp_path: Path, server_tree: Path) -> None:
+    import argparse
+
+    from nrirp.app.commands.run import Daemon
+
+    container = DaemonContainer()
+    container.config.from_dict(
+        {**CONFIG, "sysfs_root": str(server_tree), "state_dir": str(tmp_path / "state")}
+    )
+    timers = ThreadTimers()
+    container.timers.override(providers.Object(timers))
+    fired: list[str] = []
+    timers.call_later(0.2, lambda: fired.append("late"))
+    daemon = Daemon(container, argparse.Namespace())
+    assert daemon._flush(0) == 0
+    assert timers.pending == 0
+    threading.Event().wait(0.4)
+    assert fired == []

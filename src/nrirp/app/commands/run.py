@@ -245,6 +245,9 @@ class Daemon:
     def _flush(self, code: int) -> int:
         from nrirp.domain.ports.state_store import StateStoreError
 
+        close_timers = getattr(self.container.timers(), "close", None)
+        if callable(close_timers):  # no policy timer may fire after the final save
+            close_timers()
         store = self.container.state_store()
         try:
             store.close()

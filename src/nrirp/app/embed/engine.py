@@ -50,6 +50,8 @@ from nrirp.domain.ports.host_control import HostControl
 from nrirp.domain.ports.metrics import Metrics
 from nrirp.domain.ports.runtime_updates import RuntimeUpdates
 from nrirp.domain.ports.state_store import StateStore
+from nrirp.domain.ports.timers import Timers
+from nrirp.domain.ports.topology_hints import TopologyHintSource
 from nrirp.domain.topology import Machine, MemoryType
 
 ConfigSource = PolicyConfig | Mapping[str, Any] | str
@@ -104,6 +106,8 @@ class Engine:
         clock: Clock | None = None,
         decision_log: DecisionLog | None = None,
         metrics: Metrics | None = None,
+        topology_hints: TopologyHintSource | None = None,
+        timers: Timers | None = None,
         policy_modules: Sequence[str] | None = None,
     ) -> Engine:
         """An engine on :class:`EmbeddedContainer` with the agent's adapters.
@@ -114,7 +118,9 @@ class Engine:
         defaults). Hardware: ``machine``, else ``hardware`` discovery, else the sysfs tree at
         ``sysfs_root`` (``/sys``). State is kept in memory unless ``state_store`` is given;
         no host-side settings are applied without ``host_control``; decisions are logged to
-        the ``nrirp.decisions`` logger unless ``decision_log`` is given.
+        the ``nrirp.decisions`` logger unless ``decision_log`` is given; topology hints are
+        read from the sysfs tree unless ``topology_hints`` is given; policy timers run on
+        threads unless ``timers`` is given.
 
         Raises ``ConfigError`` for an invalid configuration, ``UnknownPolicyError``,
         ``PolicyModuleError``, ``ConfigFileError`` or ``HardwareDiscoveryError``.
@@ -139,6 +145,8 @@ class Engine:
             "clock": clock,
             "decision_log": decision_log,
             "metrics": metrics,
+            "topology_hints": topology_hints,
+            "timers": timers,
         }
         for key, value in overrides.items():
             if value is not None:
@@ -191,10 +199,12 @@ class Engine:
         return self.manager.start(config)
 
     def close(self) -> None:
-        """Flush and close the state store, if it can be closed."""
-        close = getattr(self.container.state_store(), "close", None)
-        if callable(close):
-            close()
+        """Cancel pending policy timers, then flush and close the state store (each if it
+        can be closed)."""
+        for adapter in (self.container.timers(), self.container.state_store()):
+            close = getattr(adapter, "close", None)
+            if callable(close):
+                close()
 
     def __enter__(self) -> Engine:
         return self
