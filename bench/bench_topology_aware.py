@@ -9,7 +9,8 @@ Separately, a fresh pipeline synchronizes ``--sync-containers`` new running cont
 (the runtime's Synchronize after the plugin connects), ``--sync-runs`` times.
 
 Stores: ``memory`` is the in-memory state store (keeps the latest snapshot, encodes on flush);
-``file`` is the daemon's FileStateStore with its background writer, in a temporary directory.
+``file`` is the daemon's FileStateStore with its background writer, in a temporary directory;
+``none`` (only on request) runs without persistence, to show what the store costs.
 
 For every create, stop and remove the script also checks the updates the pipeline sent to
 *other* containers (returned by the call or submitted to the RuntimeUpdates port) against the
@@ -63,6 +64,7 @@ from nrirp.domain.topology import Machine
 
 MACHINES = ("server-112-pmem", "sparse-8s-4096")
 STORES = ("memory", "file")
+STORE_CHOICES = (*STORES, "none")  # none: no persistence at all (to see what the store costs)
 CREATE_P99_TARGET_US = {"server-112-pmem": 2_000.0, "sparse-8s-4096": 10_000.0}
 CREATE_TARGET_RUNNING = 500
 SYNC_TARGET_MS = 200.0
@@ -455,7 +457,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--machines", nargs="+", default=list(MACHINES), metavar="NAME")
-    parser.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES))
+    parser.add_argument("--stores", nargs="+", choices=STORE_CHOICES, default=list(STORES))
     parser.add_argument("--running", type=int, nargs="+", default=[0, 100, 500])
     parser.add_argument("--cycles", type=int, default=200, help="new pods per population")
     parser.add_argument("--sync-containers", type=int, default=SYNC_TARGET_CONTAINERS)
