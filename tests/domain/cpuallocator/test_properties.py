@@ -61,6 +61,11 @@ def test_allocation_is_exact_within_available_and_deterministic(
         assert got.issubset(e_cores(a.machine))
     assert a.allocate(available, count, priority=priority) == got
     assert CPUAllocator(a.machine).allocate(available, count, priority=priority) == got
+    # one NUMA node when the free CPUs of one node can hold the request
+    m = a.machine
+    usable_now = usable(a, available, priority)
+    if any(len(n.cpus & usable_now) >= count for n in m.nodes.values()):
+        assert len({m.node_of(cpu) for cpu in got}) <= 1
 
 
 @settings(max_examples=150, deadline=None)

@@ -108,6 +108,14 @@ CASES: list[tuple[str, Callable[[], Machine], str, int, CPUPriority, str]] = [
     # 3b. NUMA nodes inside a package (tightest node that holds the request)
     ("within one node, not across two", server112, "40-55,96-111", 6, P.NONE, "42-44,98-100"),
     ("the tightest node", server112, "40-55,96-111", 4, P.NONE, "40-41,96-97"),
+    (
+        "a package with a node that holds it",
+        server112,
+        "0-1,14-15,28-41,56-57,70-71,84-97",
+        6,
+        P.NONE,
+        "28-30,84-86",
+    ),
     ("sparse: idle die of the fullest package", sparse, "64-7679", 8, P.NONE, "256-263"),
     # 4. idle whole cores
     ("whole core before threads", bare, "1-3", 2, P.NONE, "2-3"),

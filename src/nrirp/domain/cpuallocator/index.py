@@ -35,7 +35,7 @@ def bit_ids(bits: int) -> list[int]:
 
 @attrs.frozen(slots=True)
 class Unit:
-    """CPUs taken as one piece: a cluster or a cache group (always inside one package)."""
+    """CPUs taken as one piece: a cluster, cache group, node or die (inside one package)."""
 
     bits: int
     size: int
@@ -43,6 +43,7 @@ class Unit:
     first: int
     die_bits: int  # the CPUs of the unit's die (of its package when it spans dies)
     efficient: bool = False
+    inner: tuple[int, ...] = ()  # NUMA nodes / dies strictly inside the unit
 
 
 @attrs.frozen(slots=True)
@@ -164,8 +165,11 @@ class MachineIndex:
         self.package_bits: Mapping[int, int] = {p.id: p.bits for p in packages}
         self.package_by_id: Mapping[int, PackageIndex] = {p.id: p for p in packages}
         self.clusters: tuple[Unit, ...] = _clusters(machine) if self.hybrid else ()
-        self.cache_levels: tuple[GroupLevel, ...] = _cache_levels(machine)
-        self.domain_levels: tuple[GroupLevel, ...] = _domain_levels(machine, self.cache_levels)
+        caches = _cache_levels(machine)
+        domains = _domain_levels(machine, caches)
+        inner = [u.bits for level in domains for u in level.groups]
+        self.cache_levels: tuple[GroupLevel, ...] = tuple(_with_inner(lv, inner) for lv in caches)
+        self.domain_levels: tuple[GroupLevel, ...] = tuple(_with_inner(lv, inner) for lv in domains)
 
     def core(self, cpu_id: int) -> Core:
         core = self.core_of[cpu_id]
@@ -174,6 +178,18 @@ class MachineIndex:
 
 
 _MAX_SHAPES = 8
+
+
+def _with_inner(level: GroupLevel, domains: list[int]) -> GroupLevel:
+    """``level`` with each group knowing the node and die groups strictly inside it."""
+    units = [
+        attrs.evolve(
+            unit,
+            inner=tuple(d for d in domains if d != unit.bits and d & ~unit.bits == 0),
+        )
+        for unit in level.groups
+    ]
+    return _level(level.name, units, idle_first=level.idle_first)
 
 
 def _shapes(cores: list[Core], lo: int) -> tuple[CoreShape, ...]:

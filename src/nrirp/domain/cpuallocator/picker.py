@@ -7,8 +7,8 @@ Steps, each working on what the previous ones left:
    the tightest idle cluster that holds the rest, else whole idle clusters;
 3. cache groups: at the lowest cache level where one group holds the rest, the best such group
    (in a package this allocation already uses, with the most CPUs of the wanted priority, idle
-   groups first, whole free cores enough for the request, then the tightest group, die and
-   package); the rest is picked inside it by the
+   groups first, a NUMA node or die inside it that holds the request, whole free cores enough
+   for the request, then the tightest group, die and package); the rest is picked inside it by the
    lower levels. When no group holds the rest, whole idle groups of the highest level are taken;
    then the same over NUMA nodes and dies that split a package (tightest first, not idle
    first), both inside a chosen cache group and for what no cache group could hold;
@@ -181,10 +181,18 @@ class Picker:
                         if level.idle_first:
                             busy = 0 if free == group.bits & st.eligible else 1
                         whole = package.whole_core_cpus(free) if cores_part else 0
+                        split = 0
+                        if group.inner:
+                            split = 1
+                            for domain in group.inner:
+                                if (domain & free).bit_count() >= st.remaining:
+                                    split = 0
+                                    break
                         key = (
                             unused,
                             -min((free & st.pref).bit_count(), st.remaining),
                             busy,
+                            split,
                             -min(whole, cores_part),
                             size,
                             (group.die_bits & st.free).bit_count(),
