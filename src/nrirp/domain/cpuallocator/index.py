@@ -171,11 +171,6 @@ class MachineIndex:
         self.cache_levels: tuple[GroupLevel, ...] = tuple(_with_inner(lv, inner) for lv in caches)
         self.domain_levels: tuple[GroupLevel, ...] = tuple(_with_inner(lv, inner) for lv in domains)
 
-    def core(self, cpu_id: int) -> Core:
-        core = self.core_of[cpu_id]
-        assert core is not None
-        return core
-
 
 _MAX_SHAPES = 8
 
@@ -247,19 +242,14 @@ def _cache_levels(machine: Machine) -> tuple[GroupLevel, ...]:
     out: list[GroupLevel] = []
     seen: set[frozenset[int]] = set()
     for level in sorted({g.level for g in machine.caches}):
-        units = []
-        spans_cores = False
-        for group in _groups_of_level(machine, level):
-            if not group.cpus:
-                continue
-            unit = _unit(machine, group.cpus.bits, group.cpus.min())
-            if unit is None:
-                continue
-            cores = {machine.cpus[i].core_id for i in group.cpus}
-            spans_cores = spans_cores or len(cores) > 1
-            units.append(unit)
+        groups = [g for g in _groups_of_level(machine, level) if g.cpus]
+        if all(g.cpus.issubset(machine.thread_siblings(g.cpus.min())) for g in groups):
+            continue  # per-core (or per-thread) caches say nothing the cores do not
+        units = [
+            unit for g in groups if (unit := _unit(machine, g.cpus.bits, g.cpus.min())) is not None
+        ]
         partition = frozenset(u.bits for u in units)
-        if not spans_cores or partition in seen:
+        if not units or partition in seen:
             continue
         seen.add(partition)
         out.append(_level(f"L{level} cache", units, idle_first=True))
