@@ -115,6 +115,33 @@ def test_changed_devices_are_looked_up_again() -> None:
     assert source.calls == [ctr.id, ctr.id]
 
 
+def test_hint_cache_drops_containers_gone_from_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    import nrirp.domain.policy.context as context_module
+
+    monkeypatch.setattr(context_module, "_HINT_CACHE_PRUNE_AT", 4)
+    source = CountingSource()
+    rig = make_rig(hints=source)
+    ctx = rig.policy.ctx
+    assert ctx is not None
+    pod = make_pod()
+    ctx.cache.put_pod(pod)
+    ctrs = [make_container(pod, f"c{i}") for i in range(8)]
+    for ctr in ctrs[:4]:
+        ctx.cache.put_container(ctr)
+        ctx.topology_hints(ctr)
+    for ctr in ctrs[:3]:
+        ctx.cache.remove_container(ctr.id)
+    ctx.cache.put_container(ctrs[4])
+    ctx.topology_hints(ctrs[4])  # the fifth lookup prunes the three gone
+    assert set(ctx._hint_cache) == {ctrs[3].id, ctrs[4].id}
+    for ctr in ctrs[5:]:  # at 4 entries again nothing is gone: the limit doubles past them
+        ctx.cache.put_container(ctr)
+        ctx.topology_hints(ctr)
+    assert len(ctx._hint_cache) == 5 and ctx._hint_cache_limit == 8
+    ctx.topology_hints(ctrs[3])
+    assert source.calls.count(ctrs[3].id) == 1  # still cached
+
+
 # ---------------------------------------------------------------------- timers
 def test_schedule_event_reaches_handle_event_when_the_timer_fires() -> None:
     timers = ManualTimers()

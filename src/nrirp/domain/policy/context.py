@@ -19,7 +19,8 @@ DecideFn = Callable[[Container, str, bool], None]
 NoticeFn = Callable[[str, Severity, "str | None"], None]
 
 _HINT_CACHE_PRUNE_AT = 1024
-"""Cached hint lookups beyond which those of containers gone from the cache are dropped."""
+"""Cached hint lookups beyond which those of containers gone from the cache are dropped (the
+limit then doubles past what stays, so pruning costs O(1) per lookup, amortized)."""
 
 
 class NoTimersError(RuntimeError):
@@ -59,6 +60,7 @@ class PolicyContext:
         self._hint_cache: dict[
             str, tuple[tuple[Mount, ...], tuple[Device, ...], Mapping[str, TopologyHint]]
         ] = {}
+        self._hint_cache_limit = _HINT_CACHE_PRUNE_AT
 
     @property
     def cache(self) -> Cache:
@@ -137,9 +139,10 @@ class PolicyContext:
         except Exception as exc:  # the port must not raise; one container's hints are optional
             self._notify(f"topology hints unavailable: {exc}", Severity.WARNING, container.id)
             return {}
-        if len(self._hint_cache) >= _HINT_CACHE_PRUNE_AT:
+        if len(self._hint_cache) >= self._hint_cache_limit:
             for gone in [cid for cid in self._hint_cache if self._cache.container(cid) is None]:
                 del self._hint_cache[gone]
+            self._hint_cache_limit = max(_HINT_CACHE_PRUNE_AT, 2 * len(self._hint_cache))
         self._hint_cache[container.id] = (container.mounts, container.devices, found)
         return found
 
