@@ -2,6 +2,7 @@
 
 from nrirp.domain.policies.none import NonePolicy
 from nrirp.domain.policies.template import TemplatePolicy
+from nrirp.domain.policies.topology_aware import TopologyAwarePolicy
 from nrirp.domain.policy import PolicyRegistry
 
 
@@ -10,7 +11,10 @@ def builtin_registry() -> PolicyRegistry:
     registry = PolicyRegistry()
     registry.register(TemplatePolicy.name, TemplatePolicy, TemplatePolicy.description)
     registry.register(NonePolicy.name, NonePolicy, NonePolicy.description)
+    registry.register(
+        TopologyAwarePolicy.name, TopologyAwarePolicy, TopologyAwarePolicy.description
+    )
     return registry
 
 
-__all__ = ["NonePolicy", "TemplatePolicy", "builtin_registry"]
+__all__ = ["NonePolicy", "TemplatePolicy", "TopologyAwarePolicy", "builtin_registry"]

@@ -1,0 +1,474 @@
+"""The ``topology-aware`` policy: the Policy port over the allocation engine and the cache."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from nrirp.domain.affinity import (
+    AffinityError,
+    affinity_weights,
+    container_affinities,
+    implicit_affinities,
+)
+from nrirp.domain.config import (
+    ControlConfig,
+    CPUResource,
+    PolicyConfig,
+    Quantity,
+    ResourceConstraints,
+    TopologyAwarePolicySpec,
+)
+from nrirp.domain.cpuallocator import CPUAllocator
+from nrirp.domain.model import Container, ContainerState, HostChange, LinuxResources, Pod
+from nrirp.domain.policies.topology_aware.allocations import Allocations, Plan, RestoreError
+from nrirp.domain.policies.topology_aware.classes import (
+    Classes,
+    choose_classes,
+    default_cpu_class,
+)
+from nrirp.domain.policies.topology_aware.export import describe, metrics, topology_zones
+from nrirp.domain.policies.topology_aware.grants import (
+    TAG_IRQ_AFFINITY,
+    Grant,
+    SavedGrant,
+    saved_grant,
+)
+from nrirp.domain.policies.topology_aware.pools import Pool
+from nrirp.domain.policies.topology_aware.preferences import (
+    CPUKind,
+    Request,
+    build_request,
+    container_label,
+)
+from nrirp.domain.policy import (
+    MetricSample,
+    PolicyContext,
+    PolicyError,
+    PolicyEvent,
+    TopologyZone,
+)
+from nrirp.domain.ports.decisions import Severity
+from nrirp.domain.topology import MemoryType
+
+COLD_START_DONE = "cold-start-done"
+"""Event ending cold starts; ``data``: a container id or name, or ``None`` for every one."""
+
+DEFAULT_RESERVED_CPU = "750m"
+
+
+def default_spec() -> TopologyAwarePolicySpec:
+    """The reference Helm chart's default: ``reservedResources: {cpu: 750m}``."""
+    return TopologyAwarePolicySpec(
+        reserved_resources=ResourceConstraints(
+            cpu=CPUResource.of_amount(Quantity.parse(DEFAULT_RESERVED_CPU))
+        )
+    )
+
+
+_RESTORE_ORDER = {
+    CPUKind.ISOLATED: 0,
+    CPUKind.EXCLUSIVE: 0,
+    CPUKind.MIXED: 1,
+    CPUKind.RESERVED: 2,
+    CPUKind.SHARED: 3,
+    CPUKind.PRESERVE: 4,
+}
+
+
+class TopologyAwarePolicy:
+    """Hierarchical pools following the hardware; see docs/topology-aware.md."""
+
+    name: ClassVar[str] = "topology-aware"
+    description: ClassVar[str] = (
+        "Pools that follow the hardware topology: exclusive, shared, isolated and reserved "
+        "CPUs with aligned memory."
+    )
+    config_type: ClassVar[type[Any] | None] = TopologyAwarePolicySpec
+
+    def __init__(self) -> None:
+        self._ctx: PolicyContext | None = None
+        self._spec: TopologyAwarePolicySpec = default_spec()
+        self._control = ControlConfig()
+        self._cpu_allocator: CPUAllocator | None = None
+        self._alloc: Allocations | None = None
+        self._timers: dict[str, Any] = {}
+        self._decisions: list[tuple[str, str]] = []
+
+    # ================================================================== properties
+    @property
+    def allocations(self) -> Allocations:
+        """The engine (for tests and tools)."""
+        if self._alloc is None:
+            raise PolicyError("topology-aware policy not started")
+        return self._alloc
+
+    @property
+    def ctx(self) -> PolicyContext:
+        if self._ctx is None:
+            raise PolicyError("topology-aware policy not started")
+        return self._ctx
+
+    # ================================================================== lifecycle
+    def start(self, ctx: PolicyContext, config: PolicyConfig | None) -> None:
+        spec, control = self._config_parts(config)
+        self._ctx = ctx
+        self._cpu_allocator = CPUAllocator(ctx.machine)
+        alloc = Allocations(ctx.machine, spec, self._cpu_allocator)
+        self._spec, self._control, self._alloc = spec, control, alloc
+        data = ctx.cache.policy_data(self.name) or {}
+        deadlines = _deadlines(data)
+        entries = [(c, saved_grant(c.tags)) for c in ctx.cache.active_containers()]
+        self._readmit(alloc, entries, deadlines=deadlines, strict=False)
+        self._apply()
+
+    def reconfigure(self, config: PolicyConfig) -> None:
+        spec, control = self._config_parts(config)
+        old = self.allocations
+        assert self._cpu_allocator is not None
+        alloc = Allocations(self.ctx.machine, spec, self._cpu_allocator)
+        cache = self.ctx.cache
+        entries: list[tuple[Container, SavedGrant | None]] = []
+        deadlines: dict[str, float] = {}
+        for cid, grant in old.grants.items():
+            ctr = cache.container(cid)
+            if ctr is None:
+                continue
+            entries.append((ctr, _saved_of(grant)))
+            if grant.cold_start_until is not None:
+                deadlines[cid] = grant.cold_start_until
+        prev = (self._spec, self._control, self._alloc)
+        self._spec, self._control, self._alloc = spec, control, alloc
+        try:
+            self._readmit(alloc, entries, deadlines=deadlines, strict=True)
+        except Exception:
+            self._spec, self._control, self._alloc = prev
+            raise
+        alloc.mark_all_dirty()
+        self._apply()
+
+    def _config_parts(
+        self, config: PolicyConfig | None
+    ) -> tuple[TopologyAwarePolicySpec, ControlConfig]:
+        if config is None:
+            return default_spec(), ControlConfig()
+        if config.policy != self.name or not isinstance(config.spec, TopologyAwarePolicySpec):
+            raise PolicyError(f"topology-aware policy cannot use a {config.policy!r} configuration")
+        return config.spec, config.control
+
+    def _readmit(
+        self,
+        alloc: Allocations,
+        entries: Sequence[tuple[Container, SavedGrant | None]],
+        *,
+        deadlines: Mapping[str, float],
+        strict: bool,
+    ) -> None:
+        """Take containers over into ``alloc``: as saved where possible, anew otherwise."""
+        ordered = sorted(
+            enumerate(entries),
+            key=lambda e: (
+                _RESTORE_ORDER[e[1][1].kind] if e[1][1] is not None else 9,
+                e[0],
+            ),
+        )
+        now = self.ctx.clock.now()
+        for _, (ctr, saved) in ordered:
+            pod = self.ctx.cache.pod(ctr.pod_id)
+            deadline = deadlines.get(ctr.id)
+            if deadline is not None and deadline <= now:
+                deadline = None
+            try:
+                request, classes = self._request(pod, ctr)
+                grant = None
+                if saved is not None:
+                    try:
+                        grant = alloc.restore(request, saved, cold_start_until=deadline)
+                    except RestoreError as exc:
+                        if strict:
+                            self.ctx.notice(f"{request.label}: moving it ({exc})", container=ctr)
+                if grant is None:
+                    plan = self._plan(alloc, request, pod, ctr, prefer=None)
+                    grant = alloc.commit(plan, cold_start_until=deadline)
+                self._decorate(ctr, grant, classes, initial=False, kind_changed=True)
+                if deadline is not None:
+                    self._schedule_cold_start(ctr.id, deadline - now)
+            except PolicyError as exc:
+                if strict:
+                    raise PolicyError(f"cannot keep {container_label(pod, ctr)}: {exc}") from None
+                self.ctx.notice(
+                    f"{container_label(pod, ctr)} left as it is: {exc}",
+                    container=ctr,
+                    severity=Severity.ERROR,
+                )
+
+    # ================================================================== containers
+    def sync(self, added: Sequence[Container], removed: Sequence[Container]) -> None:
+        alloc = self.allocations
+        for ctr in removed:
+            self._release(ctr.id)
+        for ctr in added:
+            if ctr.id in alloc.grants:
+                self._release(ctr.id)
+            try:
+                self._admit(ctr, initial=ctr.state is ContainerState.CREATING)
+            except PolicyError as exc:
+                self.ctx.notice(
+                    f"cannot allocate {ctr.name or ctr.id}: {exc}",
+                    container=ctr,
+                    severity=Severity.ERROR,
+                )
+        self._apply()
+
+    def allocate(self, container: Container) -> None:
+        alloc = self.allocations
+        stale = alloc.release(container.id)
+        try:
+            self._admit(container, initial=True)
+        except Exception:
+            if stale is not None:
+                alloc.reinstate(stale)
+            raise
+        self._apply()
+
+    def release(self, container: Container) -> None:
+        self._release(container.id)
+        self._apply()
+
+    def update(self, container: Container, resources: LinuxResources) -> None:
+        alloc = self.allocations
+        old = alloc.release(container.id)
+        if old is None:
+            self._admit(container, initial=False)
+            self._apply()
+            return
+        try:
+            self._admit(
+                container,
+                initial=False,
+                prefer=old.pool,
+                previous=old,
+            )
+        except Exception:
+            alloc.reinstate(old)
+            raise
+        self._apply()
+
+    def _release(self, container_id: str) -> None:
+        self.allocations.release(container_id)
+        handle = self._timers.pop(container_id, None)
+        if handle is not None:
+            handle.cancel()
+
+    def _request(self, pod: Pod | None, container: Container) -> tuple[Request, Classes]:
+        reader = self.ctx.annotations(container)
+        request = build_request(self._spec, pod, container, reader)
+        classes = choose_classes(
+            self._spec,
+            self._control,
+            namespace=request.namespace,
+            qos=request.qos,
+            label=request.label,
+            reader=reader,
+        )
+        return request, classes
+
+    def _plan(
+        self,
+        alloc: Allocations,
+        request: Request,
+        pod: Pod | None,
+        container: Container,
+        *,
+        prefer: Pool | None,
+    ) -> Plan:
+        hints = list(self.ctx.topology_hints(container).values())
+        weighted = self._affinity(alloc, pod, container)
+        return alloc.plan(request, hints=hints, weighted=weighted, prefer=prefer)
+
+    def _affinity(
+        self, alloc: Allocations, pod: Pod | None, container: Container
+    ) -> list[tuple[Pool, int]]:
+        affinities = list(
+            implicit_affinities(
+                colocate_pods=self._spec.colocate_pods,
+                colocate_namespaces=self._spec.colocate_namespaces,
+            )
+        )
+        if pod is not None:
+            try:
+                affinities.extend(container_affinities(pod, container))
+            except AffinityError as exc:
+                self.ctx.notice(f"affinity ignored: {exc}", container=container)
+        if not affinities:
+            return []
+        weights = affinity_weights(self.ctx.cache, container, affinities)
+        grants = alloc.grants
+        return [(grants[cid].pool, w) for cid, w in weights.items() if cid in grants]
+
+    def _admit(
+        self,
+        container: Container,
+        *,
+        initial: bool,
+        prefer: Pool | None = None,
+        previous: Grant | None = None,
+    ) -> Grant:
+        alloc = self.allocations
+        pod = self.ctx.cache.pod(container.pod_id)
+        request, classes = self._request(pod, container)
+        plan = self._plan(alloc, request, pod, container, prefer=prefer)
+        deadline: float | None = None
+        delay = 0.0
+        if previous is not None:
+            deadline = previous.cold_start_until
+        elif request.memory.cold_start > 0 and plan.memory is not None:
+            pmem = alloc.typed_nodes(frozenset({MemoryType.PMEM}))
+            if plan.memory.nodes & pmem and MemoryType.PMEM in plan.types:
+                delay = request.memory.cold_start
+                deadline = self.ctx.clock.now() + delay
+        grant = alloc.commit(plan, cold_start_until=deadline)
+        kind_changed = previous is None or previous.kind is not grant.kind
+        self._decorate(container, grant, classes, initial=initial, kind_changed=kind_changed)
+        if delay > 0:
+            self._schedule_cold_start(container.id, delay)
+        self._decisions.append((container.id, _reason(grant)))
+        return grant
+
+    def _decorate(
+        self,
+        container: Container,
+        grant: Grant,
+        classes: Classes,
+        *,
+        initial: bool,
+        kind_changed: bool,
+    ) -> None:
+        """Settings beside cpus and mems: classes, scheduling, IRQ tag."""
+        cache = self.ctx.cache
+        cid = container.id
+        if initial and (classes.scheduling is not None or classes.io_priority is not None):
+            cache.set_scheduling(cid, classes.scheduling, classes.io_priority)
+        cpu_class = classes.cpu_class or default_cpu_class(self._spec, grant.kind)
+        if cpu_class is not None and (initial or kind_changed):
+            cache.set_host_change(cid, HostChange(cpu_class=cpu_class))
+        if classes.rdt_class is not None:
+            cache.set_rdt_class(cid, classes.rdt_class)
+        if classes.blockio_class is not None:
+            cache.set_blockio_class(cid, classes.blockio_class)
+        if classes.irq_affinity is not None:
+            cache.set_tags(cid, **{TAG_IRQ_AFFINITY: classes.irq_affinity})
+
+    def _schedule_cold_start(self, container_id: str, delay: float) -> None:
+        old = self._timers.pop(container_id, None)
+        if old is not None:
+            old.cancel()
+        event = PolicyEvent(COLD_START_DONE, self.name, container_id)
+        try:
+            self._timers[container_id] = self.ctx.schedule_event(max(delay, 0.0), event)
+        except Exception as exc:  # no timers wired: the event must be injected by hand
+            self.ctx.notice(
+                f"cold start of {container_id} ends only on a {COLD_START_DONE!r} event: {exc}",
+                severity=Severity.WARNING,
+            )
+
+    # ================================================================== apply
+    def _apply(self) -> None:
+        """Push what changed in the engine into the cache (cpus, mems, tags)."""
+        alloc = self.allocations
+        cache = self.ctx.cache
+        flush = alloc.flush()
+        for cid, cpus in flush.cpus.items():
+            ctr = cache.container(cid)
+            if ctr is not None and ctr.cpus != cpus:
+                cache.set_cpus(cid, cpus)
+        for cid, mems in flush.mems.items():
+            ctr = cache.container(cid)
+            if ctr is not None and ctr.mems != mems:
+                cache.set_mems(cid, mems)
+        for grant in flush.tagged:
+            ctr = cache.container(grant.container_id)
+            if ctr is None:
+                continue
+            tags = grant.tags()
+            if any(ctr.tags.get(k) != v for k, v in tags.items()):
+                cache.set_tags(grant.container_id, **tags)
+        decisions, self._decisions = self._decisions, []
+        for cid, reason in decisions:
+            ctr = cache.container(cid)
+            if ctr is not None:
+                self.ctx.record_decision(ctr, reason)
+
+    # ================================================================== events
+    def handle_event(self, event: PolicyEvent) -> None:
+        if event.kind != COLD_START_DONE:
+            return
+        alloc = self.allocations
+        wanted = event.data
+        ended = False
+        for cid, grant in list(alloc.grants.items()):
+            if grant.cold_start_until is None:
+                continue
+            if wanted is None or wanted in (cid, grant.label) or grant.label.endswith(f"/{wanted}"):
+                ended = alloc.end_cold_start(cid) or ended
+                handle = self._timers.pop(cid, None)
+                if handle is not None and wanted is None:
+                    handle.cancel()
+        if ended:
+            self._apply()
+
+    # ================================================================== exports
+    def topology_zones(self) -> Sequence[TopologyZone]:
+        return topology_zones(self._alloc) if self._alloc is not None else ()
+
+    def metrics(self) -> Sequence[MetricSample]:
+        return metrics(self._alloc) if self._alloc is not None else ()
+
+    def describe(self) -> Mapping[str, Any]:
+        if self._alloc is None:
+            return {"policy": self.name, "started": False}
+        return describe(self._alloc)
+
+    def export_state(self) -> Any:
+        if self._alloc is None:
+            return None
+        cold = {
+            cid: g.cold_start_until
+            for cid, g in self._alloc.grants.items()
+            if g.cold_start_until is not None
+        }
+        return {"cold_start": cold} if cold else None
+
+
+def _saved_of(grant: Grant) -> SavedGrant:
+    return SavedGrant(
+        pool=grant.pool.name,
+        kind=grant.kind,
+        exclusive=grant.exclusive,
+        memory=grant.memory,
+        memory_types=grant.memory_types or None,
+    )
+
+
+def _deadlines(data: Any) -> dict[str, float]:
+    cold = data.get("cold_start") if isinstance(data, dict) else None
+    if not isinstance(cold, dict):
+        return {}
+    return {
+        str(k): float(v)
+        for k, v in cold.items()
+        if isinstance(v, (int, float)) and math.isfinite(v)
+    }
+
+
+def _reason(grant: Grant) -> str:
+    what = grant.kind.value
+    if grant.exclusive:
+        what += f" cpus {grant.exclusive}"
+    if grant.shared:
+        what += f" {grant.shared}m shared"
+    text = f"{what} in {grant.pool.name}"
+    if grant.memory is not None:
+        text += f", memory {grant.memory}"
+    return text

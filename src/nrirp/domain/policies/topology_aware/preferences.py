@@ -1,0 +1,304 @@
+"""What a container asks of the topology-aware policy: its config defaults and annotations.
+
+Annotation keys carry the ``.resource-policy.nri.io`` suffix and are looked up on the pod as
+``KEY/container.NAME``, ``KEY/pod``, then ``KEY`` (see :mod:`nrirp.domain.model.annotations`).
+Unusable values are reported (the container is still served with the default).
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+from typing import TypeVar
+
+import attrs
+
+from nrirp.domain.config import BurstableLevel, CPUPriority, Duration, DurationError
+from nrirp.domain.config.topology_aware import TopologyAwarePolicySpec
+from nrirp.domain.model import (
+    AnnotationProblem,
+    AnnotationReader,
+    Container,
+    Pod,
+    QOSClass,
+    policy_key,
+)
+from nrirp.domain.topology import MemoryType
+
+PREFER_ISOLATED = policy_key("prefer-isolated-cpus")
+REQUIRE_ISOLATED = policy_key("require-isolated-cpus")
+PREFER_SHARED = policy_key("prefer-shared-cpus")
+PREFER_RESERVED = policy_key("prefer-reserved-cpus")
+PREFER_PRIORITY = policy_key("prefer-cpu-priority")
+MEMORY_TYPE = policy_key("memory-type")
+COLD_START = policy_key("cold-start")
+CPU_PRESERVE = policy_key("cpu.preserve")
+MEMORY_PRESERVE = policy_key("memory.preserve")
+HIDE_HYPERTHREADS = policy_key("hide-hyperthreads")
+UNLIMITED_BURSTABLE = policy_key("unlimited-burstable")
+SCHEDULING_CLASS = policy_key("scheduling-class")
+CPU_CLASS = policy_key("cpu-class")
+IRQ_AFFINITY = policy_key("irq-affinity")
+STRICT_HINTS = policy_key("strict.topologyhints")
+PICK_BY_HINTS = policy_key("pick-resources-by-hints")
+RDT_CLASS = policy_key("rdtclass")
+BLOCKIO_CLASS = policy_key("blockioclass")
+
+KUBE_SYSTEM = "kube-system"
+
+_E = TypeVar("_E", bound=enum.Enum)
+
+
+class CPUKind(enum.Enum):
+    """How a container's CPUs are given (the ``topology-aware.kind`` tag)."""
+
+    RESERVED = "reserved"
+    SHARED = "shared"
+    EXCLUSIVE = "exclusive"
+    ISOLATED = "isolated"
+    MIXED = "mixed"
+    """Whole CPUs exclusively plus a fraction on the pool's shared CPUs."""
+    PRESERVE = "preserve"
+    """``cpu.preserve``: the container's CPUs are left alone."""
+
+
+_MEMORY_TYPE_NAMES = {
+    "dram": frozenset({MemoryType.DRAM}),
+    "pmem": frozenset({MemoryType.PMEM}),
+    "hbm": frozenset({MemoryType.HBM}),
+    "mixed": frozenset({MemoryType.DRAM, MemoryType.PMEM}),
+}
+
+
+@attrs.frozen
+class CPURequest:
+    """The CPU part of a request; ``shared`` is mCPU on shared (or reserved) CPUs."""
+
+    kind: CPUKind
+    full: int = 0
+    shared: int = 0
+    isolate: bool = False
+    require_isolated: bool = False
+    priority: CPUPriority = CPUPriority.NONE
+    limit: int | None = None
+    burstable: bool = False
+    unlimited_level: BurstableLevel | None = None
+    hide_hyperthreads: bool = False
+
+    @property
+    def wants_exclusive(self) -> bool:
+        return self.full > 0
+
+
+@attrs.frozen
+class MemoryPrefs:
+    """The memory part of a request; ``types`` is ``None`` for the default types."""
+
+    size: int
+    limit: int | None
+    types: frozenset[MemoryType] | None
+    preserve: bool
+    cold_start: float
+
+
+@attrs.frozen
+class Request:
+    container_id: str
+    label: str
+    """``namespace/pod/container`` for messages."""
+    qos: QOSClass
+    namespace: str
+    cpu: CPURequest
+    memory: MemoryPrefs
+    pin_cpu: bool
+    pin_memory: bool
+    strict_hints: bool
+    pick_by_hints: bool
+
+
+def container_label(pod: Pod | None, container: Container) -> str:
+    name = container.name or container.id
+    if pod is None or not pod.name:
+        return name
+    return f"{pod.namespace}/{pod.name}/{name}"
+
+
+def is_reserved_namespace(namespace: str, patterns: tuple[str, ...]) -> bool:
+    """kube-system, or a namespace matching one of ``reservedPoolNamespaces`` (globs)."""
+    if namespace == KUBE_SYSTEM:
+        return True
+    return any(fnmatch.fnmatchcase(namespace, p) for p in patterns)
+
+
+def _problem(reader: AnnotationReader, key: str, value: str, reason: str) -> None:
+    reader.problems.append(AnnotationProblem(key, value, reason))
+
+
+def parse_memory_types(text: str) -> frozenset[MemoryType]:
+    """``dram``, ``pmem``, ``hbm``, ``mixed`` (DRAM+PMEM) or a comma list of them."""
+    out: set[MemoryType] = set()
+    for item in text.split(","):
+        name = item.strip().lower()
+        if not name:
+            continue
+        types = _MEMORY_TYPE_NAMES.get(name)
+        if types is None:
+            raise ValueError(f"unknown memory type {name!r} (expected dram, pmem, hbm or mixed)")
+        out |= types
+    if not out:
+        raise ValueError("no memory type given")
+    return frozenset(out)
+
+
+def parse_cold_start(text: str) -> float:
+    """Seconds from ``duration: 30s`` (as YAML) or a plain Go duration ``30s``."""
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1].strip()
+    if body.startswith("duration:"):
+        body = body[len("duration:") :].strip()
+    body = body.strip("'\"")
+    try:
+        duration = Duration.parse(body)
+    except DurationError as exc:
+        raise ValueError(str(exc)) from None
+    if duration.nanoseconds < 0:
+        raise ValueError("a negative cold-start duration")
+    return duration.nanoseconds / 1e9
+
+
+def _optional_bool(reader: AnnotationReader, key: str) -> bool | None:
+    return reader.get_optional_bool(key)
+
+
+def _enum_value(reader: AnnotationReader, key: str, enum_type: type[_E], default: _E) -> _E:
+    raw = reader.raw(key)
+    if raw is None:
+        return default
+    try:
+        return enum_type(raw.strip().lower())
+    except ValueError:
+        names = ", ".join(str(m.value) for m in enum_type)
+        _problem(reader, key, raw, f"expected one of {names}")
+        return default
+
+
+def build_request(
+    spec: TopologyAwarePolicySpec,
+    pod: Pod | None,
+    container: Container,
+    reader: AnnotationReader,
+) -> Request:
+    """The container's request as the policy will try to serve it."""
+    qos = (pod.qos_class if pod is not None else None) or QOSClass.BURSTABLE
+    namespace = pod.namespace if pod is not None else ""
+    req = container.requirements
+    cpu_preserve = reader.get_bool(CPU_PRESERVE, False)
+    memory_preserve = reader.get_bool(MEMORY_PRESERVE, False)
+    priority = _enum_value(reader, PREFER_PRIORITY, CPUPriority, spec.default_cpu_priority)
+    hide = reader.get_bool(HIDE_HYPERTHREADS, False)
+    cpu = _cpu_request(spec, qos, namespace, req.cpu_request, req.cpu_limit, reader, cpu_preserve)
+    cpu = attrs.evolve(cpu, priority=priority, hide_hyperthreads=hide)
+
+    types: frozenset[MemoryType] | None = None
+    raw_types = reader.raw(MEMORY_TYPE)
+    if raw_types is not None:
+        try:
+            types = parse_memory_types(raw_types)
+        except ValueError as exc:
+            _problem(reader, MEMORY_TYPE, raw_types, str(exc))
+    cold_start = 0.0
+    raw_cold = reader.raw(COLD_START)
+    if raw_cold is not None:
+        try:
+            cold_start = parse_cold_start(raw_cold)
+        except ValueError as exc:
+            _problem(reader, COLD_START, raw_cold, str(exc))
+    size = max(req.memory_request, req.memory_limit or 0)
+    memory = MemoryPrefs(
+        size=size,
+        limit=req.memory_limit,
+        types=types,
+        preserve=memory_preserve,
+        cold_start=cold_start,
+    )
+    return Request(
+        container_id=container.id,
+        label=container_label(pod, container),
+        qos=qos,
+        namespace=namespace,
+        cpu=cpu,
+        memory=memory,
+        pin_cpu=spec.pin_cpu and not cpu_preserve,
+        pin_memory=spec.pin_memory and not memory_preserve,
+        strict_hints=reader.get_bool(STRICT_HINTS, False),
+        pick_by_hints=reader.get_bool(PICK_BY_HINTS, False),
+    )
+
+
+def _cpu_request(
+    spec: TopologyAwarePolicySpec,
+    qos: QOSClass,
+    namespace: str,
+    request: int,
+    limit: int | None,
+    reader: AnnotationReader,
+    preserve: bool,
+) -> CPURequest:
+    if preserve:
+        return CPURequest(CPUKind.PRESERVE, shared=request, limit=limit)
+    prefer_reserved = reader.get_bool(PREFER_RESERVED, False)
+    if prefer_reserved or is_reserved_namespace(namespace, spec.reserved_pool_namespaces):
+        return CPURequest(CPUKind.RESERVED, shared=request, limit=limit)
+    if qos is QOSClass.BESTEFFORT:
+        return CPURequest(CPUKind.SHARED, shared=0)
+    if qos is QOSClass.BURSTABLE:
+        level: BurstableLevel | None = None
+        if limit is None:
+            level = _enum_value(
+                reader, UNLIMITED_BURSTABLE, BurstableLevel, spec.unlimited_burstable
+            )
+        return CPURequest(
+            CPUKind.SHARED, shared=request, limit=limit, burstable=True, unlimited_level=level
+        )
+    # Guaranteed
+    full, fraction = divmod(request, 1000)
+    if full == 0:
+        return CPURequest(CPUKind.SHARED, shared=request, limit=limit)
+    explicit_shared = _optional_bool(reader, PREFER_SHARED)
+    explicit_isolated = _optional_bool(reader, PREFER_ISOLATED)
+    require_isolated = reader.get_bool(REQUIRE_ISOLATED, False)
+    if fraction == 0:
+        prefer_shared = spec.prefer_shared_cpus if explicit_shared is None else explicit_shared
+        if prefer_shared and not require_isolated:
+            return CPURequest(CPUKind.SHARED, shared=request, limit=limit)
+        if explicit_isolated is None:
+            isolate = spec.prefer_isolated_cpus and full == 1
+        else:
+            isolate = explicit_isolated
+        return CPURequest(
+            CPUKind.EXCLUSIVE,
+            full=full,
+            isolate=isolate or require_isolated,
+            require_isolated=require_isolated,
+            limit=limit,
+        )
+    if full == 1:
+        # 1 < request < 2: the whole CPU exclusive (isolated when preferred), the rest shared
+        prefer_shared = spec.prefer_shared_cpus if explicit_shared is None else explicit_shared
+        if prefer_shared and not require_isolated:
+            return CPURequest(CPUKind.SHARED, shared=request, limit=limit)
+        isolate = spec.prefer_isolated_cpus if explicit_isolated is None else explicit_isolated
+    elif explicit_shared is False or require_isolated:
+        # from 2 CPUs on, fractional requests share unless prefer-shared-cpus is false
+        isolate = bool(explicit_isolated)
+    else:
+        return CPURequest(CPUKind.SHARED, shared=request, limit=limit)
+    return CPURequest(
+        CPUKind.MIXED,
+        full=full,
+        shared=fraction,
+        isolate=isolate or require_isolated,
+        require_isolated=require_isolated,
+        limit=limit,
+    )

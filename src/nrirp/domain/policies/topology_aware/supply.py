@@ -1,0 +1,133 @@
+"""Per-pool CPU supply: sharable, isolated and reserved CPUs, and what is granted from them.
+
+Exclusive grants slice CPUs off the sharable set of every pool that holds them (the pool, its
+ancestors and the descendants they overlap). Shared grants count against the pool and every
+ancestor: a pool's free shared capacity is ``1000 * |sharable|`` minus the shared mCPU granted
+in its subtree, and what a new shared grant can get there is the minimum of that along the path
+to the top. Reserved grants are counted the same way against the reserved CPUs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.policies.topology_aware.pools import Pool, PoolTree
+
+
+class Supply:
+    """The dynamic CPU state of every pool of a tree (arrays indexed by pool id)."""
+
+    def __init__(self, tree: PoolTree, reserved: CPUSet, isolated: CPUSet) -> None:
+        self.tree = tree
+        self.reserved_cpus = reserved
+        self.isolated_cpus = isolated
+        pools = tree.pools
+        self.reserved: list[CPUSet] = [p.cpus & reserved for p in pools]
+        self.isolated_all: list[CPUSet] = [p.cpus & isolated for p in pools]
+        self.sharable: list[CPUSet] = [p.cpus - reserved - isolated for p in pools]
+        self.initial_sharable: list[CPUSet] = list(self.sharable)
+        self.isolated: list[CPUSet] = list(self.isolated_all)
+        self.shared_granted: list[int] = [0] * len(pools)
+        self.reserved_granted: list[int] = [0] * len(pools)
+        self.members: list[dict[str, None]] = [{} for _ in pools]
+        """Grants whose CPUs follow the pool's shared set (shared and mixed), by container."""
+        self.reserved_members: list[dict[str, None]] = [{} for _ in pools]
+        self.count: list[int] = [0] * len(pools)
+        self.fallback: list[CPUSet] = [self._fallback(p) for p in pools]
+        self.dirty: set[int] = set()
+
+    def _fallback(self, pool: Pool) -> CPUSet:
+        for p in (pool, *pool.ancestors):
+            if self.reserved[p.id]:
+                return self.reserved[p.id]
+        return self.reserved_cpus
+
+    # ------------------------------------------------------------------ queries
+    def shared_cpus(self, pool: Pool) -> CPUSet:
+        """The CPUs shared containers of ``pool`` run on (the reserved CPUs when none are left)."""
+        return self.sharable[pool.id] or self.fallback[pool.id]
+
+    def reserved_of(self, pool: Pool) -> CPUSet:
+        return self.reserved[pool.id] or self.fallback[pool.id]
+
+    def free_shared(self, pool: Pool) -> int:
+        """Free shared mCPU of the pool itself (not limited by its ancestors)."""
+        return 1000 * len(self.sharable[pool.id]) - self.shared_granted[pool.id]
+
+    def allocatable_shared(self, pool: Pool) -> int:
+        """Shared mCPU a new grant in ``pool`` can get: the minimum along the path to the top."""
+        value = self.free_shared(pool)
+        for up in pool.ancestors:
+            value = min(value, self.free_shared(up))
+        return value
+
+    def allocatable_reserved(self, pool: Pool) -> int:
+        value = 1000 * len(self.reserved[pool.id]) - self.reserved_granted[pool.id]
+        for up in pool.ancestors:
+            value = min(value, 1000 * len(self.reserved[up.id]) - self.reserved_granted[up.id])
+        return value
+
+    def overcommitted_by(self, pool: Pool, cpus: CPUSet) -> list[Pool]:
+        """Pools whose shared grants would no longer fit if ``cpus`` left their sharable set."""
+        out = []
+        for p in self._touched(pool, cpus):
+            left = len(self.sharable[p.id]) - len(self.sharable[p.id] & cpus)
+            if 1000 * left < self.shared_granted[p.id]:
+                out.append(p)
+        return out
+
+    def _touched(self, pool: Pool, cpus: CPUSet) -> Iterable[Pool]:
+        yield pool
+        yield from pool.ancestors
+        for d in pool.descendants:
+            if d.cpus & cpus:
+                yield d
+
+    # ------------------------------------------------------------------ changes
+    def take_exclusive(self, pool: Pool, cpus: CPUSet) -> None:
+        for p in self._touched(pool, cpus):
+            if self.sharable[p.id] & cpus:
+                self.sharable[p.id] = self.sharable[p.id] - cpus
+                self.dirty.add(p.id)
+
+    def return_exclusive(self, pool: Pool, cpus: CPUSet) -> None:
+        for p in self._touched(pool, cpus):
+            back = cpus & self.initial_sharable[p.id]
+            if back - self.sharable[p.id]:
+                self.sharable[p.id] = self.sharable[p.id] | back
+                self.dirty.add(p.id)
+
+    def take_isolated(self, pool: Pool, cpus: CPUSet) -> None:
+        for p in self._touched(pool, cpus):
+            self.isolated[p.id] = self.isolated[p.id] - cpus
+
+    def return_isolated(self, pool: Pool, cpus: CPUSet) -> None:
+        for p in self._touched(pool, cpus):
+            self.isolated[p.id] = self.isolated[p.id] | (cpus & self.isolated_all[p.id])
+
+    def grant_shared(self, pool: Pool, container_id: str, mcpu: int, *, member: bool) -> None:
+        for p in (pool, *pool.ancestors):
+            self.shared_granted[p.id] += mcpu
+        if member:
+            self.members[pool.id][container_id] = None
+
+    def ungrant_shared(self, pool: Pool, container_id: str, mcpu: int) -> None:
+        for p in (pool, *pool.ancestors):
+            self.shared_granted[p.id] -= mcpu
+        self.members[pool.id].pop(container_id, None)
+
+    def grant_reserved(self, pool: Pool, container_id: str, mcpu: int) -> None:
+        for p in (pool, *pool.ancestors):
+            self.reserved_granted[p.id] += mcpu
+        self.reserved_members[pool.id][container_id] = None
+
+    def ungrant_reserved(self, pool: Pool, container_id: str, mcpu: int) -> None:
+        for p in (pool, *pool.ancestors):
+            self.reserved_granted[p.id] -= mcpu
+        self.reserved_members[pool.id].pop(container_id, None)
+
+    def take_dirty(self) -> Sequence[int]:
+        dirty = sorted(self.dirty)
+        self.dirty.clear()
+        return dirty

@@ -1,0 +1,227 @@
+"""CPU groups: reserved, shared, exclusive, isolated, mixed; shared pools shrink and grow."""
+
+from __future__ import annotations
+
+import pytest
+
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.pipeline import OperationFailedError
+
+from .support import GiB, anno, catalogue, config, make_rig, tiny_machine
+
+
+def ids(updates: object) -> dict[str, str]:
+    return {u.container_id: str(u.resources.cpus) for u in updates}  # type: ignore[attr-defined]
+
+
+def test_default_config_reserves_one_cpu_for_750m() -> None:
+    rig = make_rig("box-16")
+    res = rig.alloc.resources
+    assert len(res.reserved) == 1 and res.reserved.issubset(res.available)
+    assert res.available == catalogue("box-16").online
+
+
+def test_kube_system_gets_the_reserved_cpus() -> None:
+    rig = make_rig("box-16", config(reservedResources={"cpu": "cpuset:8-9"}))
+    _, ks, _ = rig.run("dns", cpu=100, namespace="kube-system")
+    assert rig.cpus(ks) == CPUSet.parse("8-9")
+    assert rig.kind(ks) == "reserved" and rig.pool(ks) == "NUMA node #2"
+    assert rig.mems(ks) == CPUSet.of(2)
+
+
+def test_reserved_pool_namespaces_globs_and_prefer_reserved_annotation() -> None:
+    rig = make_rig("box-16", config(reservedPoolNamespaces=["infra-*"]))
+    _, a, _ = rig.run("a", cpu=200, namespace="infra-logging")
+    _, b, _ = rig.run("b", cpu=200, namespace="infra")
+    _, c, _ = rig.run("c", cpu=200, annotations=anno("prefer-reserved-cpus", "true"))
+    reserved = rig.alloc.resources.reserved
+    assert rig.cpus(a) == reserved and rig.kind(a) == "reserved"
+    assert rig.kind(b) == "shared" and not rig.cpus(b) & reserved
+    assert rig.cpus(c) == reserved
+
+
+def test_besteffort_burstable_and_small_guaranteed_share() -> None:
+    rig = make_rig("box-16")
+    reserved = rig.alloc.resources.reserved
+    for name, qos, cpu in (
+        ("be", "BestEffort", 0),
+        ("bu", "Burstable", 300),
+        ("g", "Guaranteed", 500),
+    ):
+        _, ctr, _ = rig.run(name, qos, cpu=cpu, limit=800 if qos == "Burstable" else None)
+        assert rig.kind(ctr) == "shared", name
+        assert not rig.cpus(ctr) & reserved
+        pool = rig.alloc.tree.by_name(rig.pool(ctr))
+        assert pool is not None and rig.cpus(ctr) == rig.alloc.supply.shared_cpus(pool)
+        assert rig.mems(ctr) == pool.mems
+
+
+def test_guaranteed_integer_gets_exclusive_cpus_sliced_from_the_shared_set() -> None:
+    rig = make_rig("box-16")
+    _, shared, _ = rig.run("be", "BestEffort")
+    assert rig.cpus(shared) == CPUSet.parse("4-7") and rig.pool(shared) == "NUMA node #1"
+    _, excl, result = rig.run("g1", "Guaranteed", cpu=1000)
+    assert rig.kind(excl) == "exclusive" and rig.pool(excl) == "NUMA node #1"
+    assert rig.cpus(excl) == CPUSet.of(4) and rig.mems(excl) == CPUSet.of(1)
+    # exactly the shared container of that pool moved, in the same request
+    assert ids(result.updates) == {shared.id: "5-7"}
+    assert rig.cpus(shared) == CPUSet.parse("5-7")
+    assert rig.tags(excl)["topology-aware.exclusive"] == "4"
+
+
+def test_shared_pool_grows_back_when_the_exclusive_container_leaves() -> None:
+    rig = make_rig("box-16")
+    _, shared, _ = rig.run("be", "BestEffort")
+    pod, excl, _ = rig.run("g2", "Guaranteed", cpu=2000)
+    assert rig.cpus(shared) == CPUSet.parse("4-7") - rig.cpus(excl)
+    assert ids(rig.stop(pod, excl)) == {shared.id: "4-7"}
+    assert rig.cpus(shared) == CPUSet.parse("4-7")
+
+
+def test_updates_only_go_to_containers_whose_cpus_changed() -> None:
+    rig = make_rig("box-16")
+    # shared containers in every leaf pool
+    created = [rig.run(f"be{i}", "BestEffort")[1] for i in range(4)]
+    pools = {rig.pool(c) for c in created}
+    assert pools == {"NUMA node #0", "NUMA node #1", "NUMA node #2", "NUMA node #3"}
+    _, excl, result = rig.run("g", "Guaranteed", cpu=1000)
+    moved = {c.id for c in created if rig.pool(c) == rig.pool(excl)}
+    assert set(ids(result.updates)) == moved and len(moved) == 1
+
+
+def test_parent_pool_shared_containers_move_too() -> None:
+    rig = make_rig("box-16", config(reservedResources={"cpu": "cpuset:0,4"}))
+    _, burst, _ = rig.run("bu", "Burstable", cpu=500)  # unlimited: package level
+    # socket #1: no reserved CPUs there, so more shared capacity than socket #0
+    assert rig.pool(burst) == "socket #1" and rig.cpus(burst) == CPUSet.parse("8-15")
+    _, excl, result = rig.run("g", "Guaranteed", cpu=1000)
+    assert rig.pool(excl) == "NUMA node #2"  # most sliceable capacity, lowest id
+    assert ids(result.updates) == {burst.id: str(CPUSet.parse("8-15") - rig.cpus(excl))}
+
+
+def test_mixed_gets_whole_cpus_exclusive_plus_the_shared_set() -> None:
+    rig = make_rig("box-16")
+    _, mixed, _ = rig.run(
+        "mix", "Guaranteed", cpu=2500, annotations=anno("prefer-shared-cpus", "false")
+    )
+    assert rig.kind(mixed) == "exclusive"  # tagged by its whole CPUs
+    assert rig.alloc.grants[mixed.id].kind.value == "mixed"
+    pool = rig.alloc.tree.by_name(rig.pool(mixed))
+    assert pool is not None
+    exclusive = CPUSet.parse(rig.tags(mixed)["topology-aware.exclusive"])
+    assert len(exclusive) == 2
+    assert rig.cpus(mixed) == exclusive | rig.alloc.supply.shared_cpus(pool)
+    assert rig.alloc.supply.shared_granted[pool.id] == 500
+
+
+def test_fractional_guaranteed_from_two_cpus_is_shared_by_default() -> None:
+    rig = make_rig("box-16")
+    _, ctr, _ = rig.run("g", "Guaranteed", cpu=2500)
+    assert rig.kind(ctr) == "shared"
+    pool = rig.alloc.tree.by_name(rig.pool(ctr))
+    assert pool is not None and rig.alloc.supply.shared_granted[pool.id] == 2500
+
+
+def test_fractional_guaranteed_between_one_and_two_cpus_is_mixed() -> None:
+    rig = make_rig(tiny_machine(4, isolated="3"), config(reservedResources={"cpu": "cpuset:0"}))
+    _, ctr, _ = rig.run("g", "Guaranteed", cpu=1500)
+    assert rig.kind(ctr) == "isolated"  # the whole CPU on the isolated one
+    assert rig.cpus(ctr) == CPUSet.parse("1-3")  # plus the shared CPUs
+    assert rig.alloc.supply.shared_granted[0] == 500
+    _, other, _ = rig.run(
+        "s", "Guaranteed", cpu=1500, annotations=anno("prefer-shared-cpus", "true")
+    )
+    assert rig.kind(other) == "shared"
+
+
+def test_prefer_shared_cpus_config_and_annotation() -> None:
+    rig = make_rig("box-16", config(preferSharedCPUs=True))
+    _, a, _ = rig.run("a", "Guaranteed", cpu=2000)
+    _, b, _ = rig.run("b", "Guaranteed", cpu=2000, annotations=anno("prefer-shared-cpus", "false"))
+    assert rig.kind(a) == "shared" and rig.kind(b) == "exclusive"
+    rig2 = make_rig("box-16")
+    _, c, _ = rig2.run("c", "Guaranteed", cpu=2000, annotations=anno("prefer-shared-cpus", "true"))
+    assert rig2.kind(c) == "shared"
+
+
+def test_isolated_cpus_for_single_cpu_containers() -> None:
+    rig = make_rig(tiny_machine(4, isolated="3"), config(reservedResources={"cpu": "cpuset:0"}))
+    assert rig.alloc.resources.isolated == CPUSet.of(3)
+    _, shared, _ = rig.run("be", "BestEffort")
+    assert rig.cpus(shared) == CPUSet.parse("1-2")  # isolated CPUs are not shared
+    _, one, result = rig.run("g1", "Guaranteed", cpu=1000)
+    assert rig.kind(one) == "isolated" and rig.cpus(one) == CPUSet.of(3)
+    assert result.updates == ()  # the shared set did not change
+    _, two, _ = rig.run("g2", "Guaranteed", cpu=1000)
+    assert rig.kind(two) == "exclusive" and rig.cpus(two) == CPUSet.of(1)
+
+
+def test_isolated_only_when_the_whole_exclusive_part_fits() -> None:
+    rig = make_rig(tiny_machine(6, isolated="5"), config(reservedResources={"cpu": "cpuset:0"}))
+    _, two, _ = rig.run(
+        "g2", "Guaranteed", cpu=2000, annotations=anno("prefer-isolated-cpus", "true")
+    )
+    assert rig.kind(two) == "exclusive" and not rig.cpus(two) & CPUSet.of(5)
+
+
+def test_prefer_isolated_false_config_uses_sharable_cpus() -> None:
+    rig = make_rig(
+        tiny_machine(4, isolated="3"),
+        config(reservedResources={"cpu": "cpuset:0"}, preferIsolatedCPUs=False),
+    )
+    _, one, _ = rig.run("g1", "Guaranteed", cpu=1000)
+    assert rig.kind(one) == "exclusive" and rig.cpus(one) != CPUSet.of(3)
+
+
+def test_require_isolated_fails_without_isolated_cpus() -> None:
+    rig = make_rig("box-16")
+    with pytest.raises(OperationFailedError, match="isolated CPUs"):
+        rig.run("g1", "Guaranteed", cpu=1000, annotations=anno("require-isolated-cpus", "true"))
+    assert rig.alloc.grants == {}
+
+
+def test_small_node_shared_containers_fall_back_to_reserved_and_return() -> None:
+    # this VM's shape: CPU 0 reserved, CPU 1 shared; an exclusive container takes CPU 1
+    rig = make_rig(tiny_machine(2), config(reservedResources={"cpu": "cpuset:0"}))
+    _, shared, _ = rig.run("be", "BestEffort")
+    assert rig.cpus(shared) == CPUSet.of(1)
+    pod, excl, result = rig.run("g1", "Guaranteed", cpu=1000)
+    assert rig.cpus(excl) == CPUSet.of(1)
+    assert ids(result.updates) == {shared.id: "0"}
+    assert ids(rig.stop(pod, excl)) == {shared.id: "1"}
+
+
+def test_exclusive_refused_when_shared_requests_would_not_fit() -> None:
+    rig = make_rig(tiny_machine(3), config(reservedResources={"cpu": "cpuset:0"}))
+    _, burst, _ = rig.run("bu", "Burstable", cpu=1500, limit=2000)
+    with pytest.raises(OperationFailedError) as failure:
+        rig.run("g1", "Guaranteed", cpu=1000)
+    message = str(failure.value)
+    assert "no pool has 1 exclusive CPUs" in message
+    assert "socket #0 has 2 sharable CPUs of which 1500m are used by shared containers" in message
+    assert list(rig.alloc.grants) == [burst.id]
+    assert rig.alloc.supply.sharable[0] == CPUSet.parse("1-2")
+
+
+def test_shared_request_too_big_names_the_shortage() -> None:
+    rig = make_rig(tiny_machine(3), config(reservedResources={"cpu": "cpuset:0"}))
+    with pytest.raises(
+        OperationFailedError, match=r"no pool has 2500m shared CPU: best socket #0 has 2000m free"
+    ):
+        rig.run("bu", "Burstable", cpu=2500)
+
+
+def test_memory_too_big_for_any_pool_is_refused() -> None:
+    rig = make_rig("box-16")
+    with pytest.raises(OperationFailedError, match=r"no pool has 32\.0 GiB of dram memory"):
+        rig.run("g", "Guaranteed", cpu=1000, memory=32 * GiB)
+    assert rig.alloc.grants == {}
+
+
+def test_memory_pinned_to_the_pool_nodes_and_widened_when_overcommitted() -> None:
+    rig = make_rig("box-16")
+    _, a, _ = rig.run("a", "Guaranteed", cpu=1000, memory=3 * GiB)
+    node = rig.mems(a)
+    assert len(node) == 1
+    pool = rig.alloc.tree.by_name(rig.pool(a))
+    assert pool is not None and pool.mems == node
