@@ -152,8 +152,9 @@ def test_unknown_policy_and_missing_file_exit_2(tmp_path: Path, sysfs: Path) -> 
     del daemon
     unknown = Daemon(tmp_path, sysfs, policy="no-such-policy")
     assert unknown.proc.wait(timeout=30) == 2
-    assert "unknown policy 'no-such-policy' (known: annotation-pin, none, template)" in (
-        unknown.text()
+    assert (
+        "unknown policy 'no-such-policy' (known: annotation-pin, none, template, topology-aware)"
+        in (unknown.text())
     )
     missing = Daemon(tmp_path, sysfs, "--config-file", str(tmp_path / "nope.yaml"))
     assert missing.proc.wait(timeout=30) == 2
