@@ -12,6 +12,7 @@ from nrirp.adapters.fakehw import expected_machine
 from nrirp.adapters.fakehw.catalogue import load_machine
 from nrirp.adapters.memory import (
     FakeClock,
+    InMemoryHostControl,
     InMemoryStateStore,
     ManualTimers,
     RecordingDecisionLog,
@@ -124,6 +125,7 @@ class Rig:
     clock: FakeClock
     timers: ManualTimers
     machine: Machine
+    host: InMemoryHostControl
 
     @property
     def alloc(self) -> Allocations:
@@ -200,7 +202,9 @@ def make_rig(
     updates = RecordingRuntimeUpdates()
     log = RecordingDecisionLog()
     policy = TopologyAwarePolicy()
+    host = InMemoryHostControl()
     manager = ResourceManager(
+        host=host,
         policy=policy,
         machine=hw,
         store=store,
@@ -212,4 +216,4 @@ def make_rig(
     )
     if start:
         manager.start(cfg)
-    return Rig(manager, policy, updates, store, log, clock, timers, hw)
+    return Rig(manager, policy, updates, store, log, clock, timers, hw, host)

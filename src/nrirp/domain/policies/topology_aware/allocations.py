@@ -86,6 +86,7 @@ class Allocations:
         self._cpu_dirty: dict[str, None] = {}
         self._mem_dirty: dict[str, None] = {}
         self._hide_cache: dict[CPUSet, CPUSet] = {}
+        self._all_free = 0
 
     # ================================================================== memory facts
     def typed_nodes(self, types: frozenset[MemoryType]) -> CPUSet:
@@ -138,6 +139,10 @@ class Allocations:
                     f"{human_bytes(self.pool_capacity(largest, types))}"
                 )
             pools = roomy
+        if request.memory.cold_start > 0 and MemoryType.PMEM in types:
+            # a cold start begins on PMEM: pools that have some
+            pmem = self.typed_nodes(frozenset({MemoryType.PMEM}))
+            pools = [p for p in pools if p.mems & pmem] or pools
         if request.cpu.kind is CPUKind.RESERVED:
             # reserved containers run on reserved CPUs: only pools that have some
             pools = [p for p in pools if self.supply.reserved[p.id]] or pools
@@ -152,6 +157,9 @@ class Allocations:
             pools = strict
         wanted = want_priority(request.cpu)
         priority_cpus = self.priorities.get(wanted) if wanted is not None else None
+
+        top = self.tree.top.mems
+        self._all_free = self.memory.capacity(top) - self.memory.usage(top)
 
         def memory_fit(pool: Pool) -> MemoryFit:
             return self._memory_fit(request, pool, types, size)
@@ -173,7 +181,7 @@ class Allocations:
         )
         if prefer is not None:
             preferred = [s for s in scores if s.pool is prefer and s.viable]
-            scores = preferred + [s for s in scores if s.pool is not prefer]
+            scores = preferred + [s for s in scores if s not in preferred]
         hinted = CPUSet().union(*(h.cpus for h in hints)) if request.pick_by_hints else CPUSet()
         for score in scores:
             if not score.viable:
@@ -194,6 +202,10 @@ class Allocations:
         if not size:
             return MemoryFit(True, True, 0, 0, has_types, covers)
         nodes = self.pool_nodes(pool, types)
+        free = self.memory.capacity(nodes) - self.memory.usage(nodes)
+        if free >= size and self._all_free >= size:
+            # room in the zone and on the machine: the allocator would not widen anyone
+            return MemoryFit(True, True, len(nodes), free - size, has_types, covers)
         try:
             offer = self.memory.offer(
                 MemoryRequest(owner=request.container_id, size=size, nodes=nodes, types=types)

@@ -1,0 +1,361 @@
+"""Per-container annotations of the topology-aware policy."""
+
+from __future__ import annotations
+
+import pytest
+
+from nrirp.adapters.fakehw.hints import FakeTopologyHints
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.model import Device, IOPriority, IOPriorityClass, SchedulingPolicy
+from nrirp.domain.pipeline import OperationFailedError
+from nrirp.domain.policies.topology_aware import COLD_START_DONE
+from nrirp.domain.policy import PolicyEvent
+from nrirp.domain.topology.hints import TopologyHint
+
+from .support import GiB, anno, config, make_rig
+
+
+def test_hide_hyperthreads_keeps_one_thread_per_core() -> None:
+    rig = make_rig("box-16")  # smt-adjacent: cores are (0,1), (2,3), ...
+    _, ctr, _ = rig.run("g", "Guaranteed", cpu=4000, annotations=anno("hide-hyperthreads", "true"))
+    exclusive = CPUSet.parse(rig.tags(ctr)["topology-aware.exclusive"])
+    assert len(exclusive) == 4
+    cores = {rig.machine.core_of(c).cpus for c in exclusive}
+    assert rig.cpus(ctr) == CPUSet.from_ids(c.min() for c in cores)
+    _, shared, _ = rig.run("s", cpu=200, annotations=anno("hide-hyperthreads", "true"))
+    assert all(len(rig.machine.core_of(c).cpus & rig.cpus(shared)) == 1 for c in rig.cpus(shared))
+
+
+def test_cpu_preserve_leaves_cpus_alone_but_pins_memory() -> None:
+    rig = make_rig("box-16")
+    _, ctr, result = rig.run("g", "Guaranteed", cpu=2000, annotations=anno("cpu.preserve", "true"))
+    assert result.adjustment.resources.cpus is None
+    assert rig.ctr(ctr).cpus is None and rig.kind(ctr) == "preserve"
+    assert rig.mems(ctr) is not None
+    assert not rig.alloc.grants[ctr.id].exclusive  # nothing taken from the pools
+
+
+def test_memory_preserve_leaves_mems_alone() -> None:
+    rig = make_rig("box-16")
+    _, ctr, result = rig.run(
+        "g", "Guaranteed", cpu=1000, annotations=anno("memory.preserve", "true")
+    )
+    assert result.adjustment.resources.mems is None and rig.ctr(ctr).mems is None
+    assert rig.cpus(ctr)
+    assert rig.alloc.memory.zone_of(ctr.id) is None
+
+
+def test_memory_type_pmem_and_default_types() -> None:
+    rig = make_rig("server-112-pmem")
+    _, plain, _ = rig.run("d", cpu=200, memory=GiB)
+    pool = rig.alloc.tree.by_name(rig.pool(plain))
+    assert pool is not None and rig.mems(plain) == pool.mems  # DRAM and PMEM by default
+    _, dram, _ = rig.run("dr", cpu=200, memory=GiB, annotations=anno("memory-type", "dram"))
+    assert rig.mems(dram).issubset(CPUSet.parse("0-3"))
+    assert rig.tags(dram)["topology-aware.memory-types"] == "dram"
+    _, pmem, _ = rig.run("pm", cpu=200, memory=GiB, annotations=anno("memory-type", "pmem"))
+    assert rig.mems(pmem).issubset(CPUSet.parse("4-5"))
+    _, both, _ = rig.run("mx", cpu=200, memory=GiB, annotations=anno("memory-type", "mixed"))
+    assert rig.tags(both)["topology-aware.memory-types"] == "dram,pmem"
+
+
+def test_hbm_only_when_asked_for() -> None:
+    rig = make_rig("hbm-cxl")
+    _, plain, _ = rig.run("p", "Guaranteed", cpu=1000, memory=GiB)
+    hbm_nodes = CPUSet.parse("4-7")
+    assert not rig.mems(plain) & hbm_nodes
+    _, fast, _ = rig.run(
+        "h", "Guaranteed", cpu=1000, memory=GiB, annotations=anno("memory-type", "hbm")
+    )
+    assert rig.mems(fast).issubset(hbm_nodes) and rig.mems(fast)
+
+
+def test_memory_type_missing_on_the_machine_is_refused() -> None:
+    rig = make_rig("box-16")
+    with pytest.raises(OperationFailedError, match="no pmem memory"):
+        rig.run("p", cpu=100, annotations=anno("memory-type", "pmem"))
+
+
+def test_bad_memory_type_is_reported_and_ignored() -> None:
+    rig = make_rig("box-16")
+    _, ctr, _ = rig.run("p", cpu=100, annotations=anno("memory-type", "flash"))
+    assert rig.tags(ctr)["topology-aware.memory-types"] == "dram"
+    assert any("unknown memory type 'flash'" in n.message for n in rig.log.notices)
+
+
+def test_cold_start_limits_memory_to_pmem_until_done() -> None:
+    rig = make_rig("server-112-pmem")
+    _, ctr, _ = rig.run(
+        "c",
+        "Guaranteed",
+        cpu=1000,
+        memory=GiB,
+        annotations=anno("cold-start", "duration: 30s"),
+    )
+    pool = rig.alloc.tree.by_name(rig.pool(ctr))
+    assert pool is not None and pool.name == "NUMA node #2"  # a pool with PMEM
+    assert pool.mems == CPUSet.parse("2,5")
+    assert rig.mems(ctr) == CPUSet.of(5)  # PMEM only
+    rig.timers.advance(29)
+    assert rig.mems(ctr) == CPUSet.of(5)
+    rig.timers.advance(1)  # the timer injects cold-start-done
+    assert rig.mems(ctr) == CPUSet.parse("2,5")
+    assert rig.updates.updates[-1].resources.mems == CPUSet.parse("2,5")
+
+
+def test_cold_start_done_event_injected_by_hand() -> None:
+    rig = make_rig("server-112-pmem")
+    _, ctr, _ = rig.run(
+        "c", "Guaranteed", cpu=1000, memory=GiB, annotations=anno("cold-start", "10s")
+    )
+    assert rig.mems(ctr) == CPUSet.of(5)
+    rig.manager.inject_event(PolicyEvent(COLD_START_DONE, "test", "default/c/c"))
+    assert rig.mems(ctr) == CPUSet.parse("2,5")
+    assert rig.policy.export_state() is None
+
+
+def test_cold_start_survives_a_restart() -> None:
+    rig = make_rig("server-112-pmem")
+    _, ctr, _ = rig.run(
+        "c", "Guaranteed", cpu=1000, memory=GiB, annotations=anno("cold-start", "60s")
+    )
+    data = rig.policy.export_state()
+    assert data == {"cold_start": {ctr.id: rig.clock.now() + 60}}
+    again = make_rig("server-112-pmem", store=rig.store, clock=rig.clock)
+    assert again.mems(ctr) == CPUSet.of(5)
+    again.timers.advance(60)
+    assert again.mems(ctr) == CPUSet.parse("2,5")
+
+
+def test_prefer_cpu_priority_low_on_hybrid_takes_e_cores() -> None:
+    rig = make_rig("hybrid-desktop")
+    _, low, _ = rig.run("l", "Guaranteed", cpu=2000, annotations=anno("prefer-cpu-priority", "low"))
+    e_cores = CPUSet.parse("16-23")
+    assert rig.cpus(low).issubset(e_cores)
+    _, high, _ = rig.run(
+        "h", "Guaranteed", cpu=2000, annotations=anno("prefer-cpu-priority", "high")
+    )
+    assert not rig.cpus(high) & e_cores
+
+
+def test_default_cpu_priority_config() -> None:
+    rig = make_rig("hybrid-desktop", config(defaultCPUPriority="low"))
+    _, ctr, _ = rig.run("l", "Guaranteed", cpu=2000)
+    assert rig.cpus(ctr).issubset(CPUSet.parse("16-23"))
+
+
+def test_unlimited_burstable_level_annotation_and_config() -> None:
+    rig = make_rig("box-16")
+    _, pkg, _ = rig.run("a", cpu=300)
+    assert rig.pool(pkg).startswith("socket #")
+    _, numa, _ = rig.run("b", cpu=300, annotations=anno("unlimited-burstable", "numa"))
+    assert rig.pool(numa).startswith("NUMA node #")
+    _, system, _ = rig.run("c", cpu=300, annotations=anno("unlimited-burstable", "system"))
+    assert rig.pool(system) == "root"
+    _, limited, _ = rig.run("d", cpu=300, limit=600)
+    assert rig.pool(limited).startswith("NUMA node #")  # limited ones go deep
+    rig2 = make_rig("box-16", config(unlimitedBurstable="system"))
+    _, ctr, _ = rig2.run("e", cpu=300)
+    assert rig2.pool(ctr) == "root"
+
+
+def _hint_rig(cpus: str) -> tuple[object, Device]:
+    device = Device(path="/dev/accel0", type="c", major=240, minor=0)
+    hints = FakeTopologyHints(
+        {
+            "/dev/accel0": TopologyHint(
+                provider="/sys/devices/pci0000:00/0000:00:05.0", cpus=CPUSet.parse(cpus)
+            )
+        }
+    )
+    return hints, device
+
+
+def test_topology_hints_pull_containers_to_the_device() -> None:
+    hints, device = _hint_rig("12-15")
+    rig = make_rig("box-16", hints=hints)  # type: ignore[arg-type]
+    _, ctr, _ = rig.run("g", "Guaranteed", cpu=1000, devices=(device,))
+    assert rig.pool(ctr) == "NUMA node #3" and rig.cpus(ctr).issubset(CPUSet.parse("12-15"))
+
+
+def test_strict_hints_refuse_pools_that_miss_the_hint() -> None:
+    hints, device = _hint_rig("12-15")
+    rig = make_rig(
+        "box-16",
+        config(availableResources={"cpu": "cpuset:0-7"}),
+        hints=hints,  # type: ignore[arg-type]
+    )
+    with pytest.raises(OperationFailedError, match="no pool satisfies every topology hint"):
+        rig.run(
+            "s",
+            "Guaranteed",
+            cpu=1000,
+            devices=(device,),
+            annotations=anno("strict.topologyhints", "true"),
+        )
+    _, loose, _ = rig.run("l", "Guaranteed", cpu=1000, devices=(device,))
+    assert rig.cpus(loose).issubset(CPUSet.parse("0-7"))
+
+
+def test_hints_prefer_the_deepest_pool_holding_the_device() -> None:
+    hints, device = _hint_rig("8-15")
+    rig = make_rig("box-16", hints=hints)  # type: ignore[arg-type]
+    _, ctr, _ = rig.run("g", cpu=200, limit=400, devices=(device,))
+    assert rig.pool(ctr) == "socket #1"  # the NUMA nodes hold half of the hint each
+
+
+def test_pick_resources_by_hints_takes_hinted_cpus_first() -> None:
+    hints, device = _hint_rig("9,11")
+    rig = make_rig("box-16", hints=hints)  # type: ignore[arg-type]
+    _, ctr, _ = rig.run(
+        "g",
+        "Guaranteed",
+        cpu=2000,
+        devices=(device,),
+        annotations=anno("pick-resources-by-hints", "true"),
+    )
+    assert rig.cpus(ctr) == CPUSet.parse("9,11")
+
+
+WEB_RULE = """
+c:
+- scope:
+    key: pod/namespace
+    operator: Equals
+    values: [default]
+  match:
+    key: pod/name
+    operator: Equals
+    values: [web]
+  weight: 100
+"""
+
+
+def test_affinity_and_anti_affinity_steer_the_pool() -> None:
+    rig = make_rig("box-16")
+    _, web, _ = rig.run("web", "Guaranteed", cpu=1000)
+    web_pool = rig.alloc.tree.by_name(rig.pool(web))
+    assert web_pool is not None
+    _, lone, _ = rig.run("lone", "Guaranteed", cpu=1000)
+    assert rig.pool(lone) != rig.pool(web)  # without affinity it goes elsewhere
+    _, near, _ = rig.run(
+        "near", "Guaranteed", cpu=1000, annotations={"resource-policy.nri.io/affinity": WEB_RULE}
+    )
+    assert rig.pool(near) == rig.pool(web)
+    _, far, _ = rig.run(
+        "far",
+        "Guaranteed",
+        cpu=1000,
+        annotations={"resource-policy.nri.io/anti-affinity": WEB_RULE},
+    )
+    far_pool = rig.alloc.tree.by_name(rig.pool(far))
+    assert far_pool is not None and far_pool.hops_to(web_pool) is None
+
+
+def test_broken_affinity_annotation_is_reported_not_fatal() -> None:
+    rig = make_rig("box-16")
+    _, ctr, _ = rig.run(
+        "p", cpu=100, annotations={"resource-policy.nri.io/affinity": "c: [ {weight: 5000} ]"}
+    )
+    assert rig.kind(ctr) == "shared"
+    assert any("affinity ignored" in n.message for n in rig.log.notices)
+
+
+def test_colocate_pods_config() -> None:
+    rig = make_rig("box-16", config(colocatePods=True))
+    pod = rig.run("p", "Guaranteed", cpu=1000)[0]
+    from .support import make_container
+
+    second = make_container(pod, "second", cpu=1000, limit=1000, memory=GiB)
+    rig.manager.create_container(pod, second)
+    assert rig.pool(second) == rig.pool(make_container(pod))
+
+
+def test_scheduling_class_annotation_namespace_and_qos_defaults() -> None:
+    cfg = config(
+        schedulingClasses=[
+            {"name": "rt", "policy": "fifo", "priority": 10, "ioClass": "rt", "ioPriority": 2},
+            {"name": "nice", "nice": 5},
+            {"name": "batch", "policy": "batch"},
+        ],
+        namespaceSchedulingClasses={"jobs": "batch"},
+        podQoSSchedulingClasses={"BestEffort": "nice"},
+    )
+    rig = make_rig("box-16", cfg)
+    _, _, result = rig.run("rt", cpu=100, annotations=anno("scheduling-class", "rt"))
+    assert result.adjustment.scheduling is not None
+    assert result.adjustment.scheduling.policy is SchedulingPolicy.FIFO
+    assert result.adjustment.scheduling.priority == 10
+    assert result.adjustment.io_priority == IOPriority(IOPriorityClass.REALTIME, 2)
+    _, _, job = rig.run("job", cpu=100, namespace="jobs")
+    assert job.adjustment.scheduling is not None
+    assert job.adjustment.scheduling.policy is SchedulingPolicy.BATCH
+    _, _, be = rig.run("be", "BestEffort")
+    assert be.adjustment.scheduling is not None and be.adjustment.scheduling.nice == 5
+    with pytest.raises(OperationFailedError, match="scheduling class 'nope'"):
+        rig.run("bad", cpu=100, annotations=anno("scheduling-class", "nope"))
+
+
+def test_cpu_classes_from_annotation_and_pool_defaults() -> None:
+    cfg = config(
+        cpuClasses=[{"name": "fast"}, {"name": "slow"}, {"name": "sys"}],
+        sharedPoolCPUClass="slow",
+        reservedPoolCPUClass="sys",
+        defaultExclusiveCPUClass="fast",
+    )
+    rig = make_rig("box-16", cfg)
+    host = {}
+    for name, kw in (
+        ("shared", {"cpu": 100}),
+        ("excl", {"qos": "Guaranteed", "cpu": 1000}),
+        ("sys", {"cpu": 100, "namespace": "kube-system"}),
+        ("anno", {"cpu": 100, "annotations": anno("cpu-class", "fast")}),
+    ):
+        _, ctr, _ = rig.run(name, **kw)  # type: ignore[arg-type]
+        host[name] = ctr
+    classes = {n: rig.host.settings[c.id].cpu_class for n, c in host.items()}
+    assert classes == {"shared": "slow", "excl": "fast", "sys": "sys", "anno": "fast"}
+    with pytest.raises(OperationFailedError, match="CPU class 'turbo'"):
+        rig.run("bad", cpu=100, annotations=anno("cpu-class", "turbo"))
+
+
+def test_rdt_and_blockio_classes() -> None:
+    cfg = config(
+        control={
+            "rdt": {
+                "partitions": {"p": {"classes": {"gold": {}, "BestEffort": {}}}},
+                "usePodQoSAsDefaultClass": True,
+            },
+            "blockio": {"classes": {"slowio": []}},
+        }
+    )
+    rig = make_rig("box-16", cfg)
+    _, _, gold = rig.run(
+        "g",
+        cpu=100,
+        annotations={**anno("rdtclass", "gold"), **anno("blockioclass", "slowio")},
+    )
+    assert gold.adjustment.resources.rdt_class == "gold"
+    assert gold.adjustment.resources.blockio_class == "slowio"
+    _, _, be = rig.run("be", "BestEffort")
+    assert be.adjustment.resources.rdt_class == "BestEffort"
+    with pytest.raises(OperationFailedError, match="RDT class 'silver'"):
+        rig.run("bad", cpu=100, annotations=anno("rdtclass", "silver"))
+    with pytest.raises(OperationFailedError, match="block I/O class 'fastio'"):
+        rig.run("bad2", cpu=100, annotations=anno("blockioclass", "fastio"))
+
+
+def test_irq_affinity_is_recorded_as_a_tag() -> None:
+    rig = make_rig("box-16")
+    _, ctr, _ = rig.run("g", "Guaranteed", cpu=1000, annotations=anno("irq-affinity", "claim"))
+    assert rig.tags(ctr)["topology-aware.irq-affinity"] == "claim"
+
+
+def test_container_scoped_annotation_wins_over_pod_scope() -> None:
+    rig = make_rig("box-16")
+    annotations = {
+        **anno("prefer-shared-cpus", "true"),
+        **anno("prefer-shared-cpus", "false", container="c"),
+    }
+    _, ctr, _ = rig.run("g", "Guaranteed", cpu=2000, annotations=annotations)
+    assert rig.kind(ctr) == "exclusive"
