@@ -25,7 +25,7 @@ from nrirp.domain.policies.topology_aware.resources import ManagedResources, res
 from nrirp.domain.policies.topology_aware.scoring import (
     MemoryFit,
     Score,
-    score_pool,
+    rank_pools,
     want_priority,
 )
 from nrirp.domain.policies.topology_aware.supply import Supply
@@ -40,6 +40,15 @@ class RestoreError(ValueError):
 
 def human_bytes(size: int) -> str:
     return _human_bytes(size)
+
+
+@attrs.frozen
+class _PoolMemory:
+    nodes: CPUSet
+    size: int
+    capacity: int
+    typed_capacity: int
+    has_types: bool
 
 
 @attrs.frozen
@@ -87,6 +96,9 @@ class Allocations:
         self._mem_dirty: dict[str, None] = {}
         self._hide_cache: dict[CPUSet, CPUSet] = {}
         self._all_free = 0
+        self._pool_memory_cache: dict[tuple[int, frozenset[MemoryType]], _PoolMemory] = {}
+        self.pool_usage: list[int] = [0] * len(self.tree.pools)
+        """Bytes of grants whose memory zone lies within each pool's memory, by pool id."""
 
     # ================================================================== memory facts
     def typed_nodes(self, types: frozenset[MemoryType]) -> CPUSet:
@@ -164,20 +176,14 @@ class Allocations:
         def memory_fit(pool: Pool) -> MemoryFit:
             return self._memory_fit(request, pool, types, size)
 
-        scores = sorted(
-            (
-                score_pool(
-                    pool,
-                    request.cpu,
-                    self.supply,
-                    weighted=weighted,
-                    hints=hints,
-                    memory=memory_fit,
-                    priority_cpus=priority_cpus,
-                )
-                for pool in pools
-            ),
-            key=lambda s: s.key,
+        scores = rank_pools(
+            pools,
+            request.cpu,
+            self.supply,
+            weighted=weighted,
+            hints=hints,
+            memory=memory_fit,
+            priority_cpus=priority_cpus,
         )
         if prefer is not None:
             preferred = [s for s in scores if s.pool is prefer and s.viable]
@@ -191,28 +197,54 @@ class Allocations:
                 return plan
         raise PolicyError(self._shortage(request, scores))
 
+    def _pool_memory(self, pool: Pool, types: frozenset[MemoryType]) -> _PoolMemory:
+        key = (pool.id, types)
+        facts = self._pool_memory_cache.get(key)
+        if facts is None:
+            nodes = self.pool_nodes(pool, types)
+            facts = _PoolMemory(
+                nodes=nodes,
+                size=len(nodes),
+                capacity=self.memory.capacity(nodes),
+                typed_capacity=self.pool_capacity(pool, types),
+                has_types=bool(pool.mems & self.typed_nodes(types)),
+            )
+            self._pool_memory_cache[key] = facts
+        return facts
+
     def _memory_fit(
         self, request: Request, pool: Pool, types: frozenset[MemoryType], size: int
     ) -> MemoryFit:
-        has_types = bool(pool.mems & self.typed_nodes(types))
+        facts = self._pool_memory(pool, types)
         limit = request.memory.limit
         covers = True
         if request.cpu.burstable and limit is not None:
-            covers = self.pool_capacity(pool, types) >= limit
+            covers = facts.typed_capacity >= limit
         if not size:
-            return MemoryFit(True, True, 0, 0, has_types, covers)
-        nodes = self.pool_nodes(pool, types)
-        free = self.memory.capacity(nodes) - self.memory.usage(nodes)
+            return MemoryFit(True, True, 0, 0, facts.has_types, covers)
+        free = facts.capacity - self.pool_usage[pool.id]
         if free >= size and self._all_free >= size:
-            # room in the zone and on the machine: the allocator would not widen anyone
-            return MemoryFit(True, True, len(nodes), free - size, has_types, covers)
+            # room in the pool and on the machine: the allocator would not widen anyone
+            return MemoryFit(True, True, facts.size, free - size, facts.has_types, covers)
         try:
             offer = self.memory.offer(
-                MemoryRequest(owner=request.container_id, size=size, nodes=nodes, types=types)
+                MemoryRequest(owner=request.container_id, size=size, nodes=facts.nodes, types=types)
             )
         except MemoryAllocationError:
-            return MemoryFit(True, False, 1 << 30, 0, has_types, covers)
-        return MemoryFit(True, offer.fits, len(offer.nodes), offer.headroom, has_types, covers)
+            return MemoryFit(True, False, 1 << 30, 0, facts.has_types, covers)
+        return MemoryFit(
+            True, offer.fits, len(offer.nodes), offer.headroom, facts.has_types, covers
+        )
+
+    def _usage(self, zone: CPUSet | None, size: int) -> None:
+        """Count ``size`` bytes (negative: uncount) in every pool whose memory holds ``zone``."""
+        if zone is None or not size:
+            return
+        bits = zone.bits
+        usage = self.pool_usage
+        for pool in self.tree.pools:
+            if bits & ~pool.mems.bits == 0:
+                usage[pool.id] += size
 
     def _realize(
         self,
@@ -466,6 +498,7 @@ class Allocations:
             supply.grant_reserved(pool, cid, grant.reserved)
         supply.count[pool.id] += 1
         self.memory_granted += grant.memory_size if grant.memory is not None else 0
+        self._usage(grant.memory, grant.memory_size)
         self.grants[cid] = grant
         self._cpu_dirty[cid] = None
         self._mem_dirty[cid] = None
@@ -485,6 +518,7 @@ class Allocations:
             supply.ungrant_reserved(pool, cid, grant.reserved)
         supply.count[pool.id] -= 1
         self.memory_granted -= grant.memory_size if grant.memory is not None else 0
+        self._usage(grant.memory, -grant.memory_size)
         del self.grants[cid]
         self._cpu_dirty.pop(cid, None)
         self._mem_dirty.pop(cid, None)
@@ -493,7 +527,9 @@ class Allocations:
         for owner, zone in moved.items():
             other = self.grants.get(owner)
             if other is not None:
+                self._usage(other.memory, -other.memory_size)
                 other.memory = zone
+                self._usage(zone, other.memory_size)
                 self._mem_dirty[owner] = None
 
     def end_cold_start(self, container_id: str) -> bool:

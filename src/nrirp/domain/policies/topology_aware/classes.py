@@ -9,7 +9,6 @@ from nrirp.domain.config import QoSClass as ConfigQoS
 from nrirp.domain.config.policy_checks import cpu_class_names
 from nrirp.domain.config.topology_aware import TopologyAwarePolicySpec
 from nrirp.domain.model import (
-    AnnotationReader,
     IOPriority,
     IOPriorityClass,
     QOSClass,
@@ -23,6 +22,7 @@ from nrirp.domain.policies.topology_aware.preferences import (
     RDT_CLASS,
     SCHEDULING_CLASS,
     CPUKind,
+    PolicyAnnotations,
 )
 from nrirp.domain.policy import PolicyError
 
@@ -85,7 +85,7 @@ def choose_classes(
     namespace: str,
     qos: QOSClass,
     label: str,
-    reader: AnnotationReader,
+    reader: PolicyAnnotations,
 ) -> Classes:
     """The container's classes; raises :class:`PolicyError` for a class that is not defined."""
     by_name = {c.name: c for c in spec.scheduling_classes}

@@ -38,6 +38,7 @@ from nrirp.domain.policies.topology_aware.grants import (
 from nrirp.domain.policies.topology_aware.pools import Pool
 from nrirp.domain.policies.topology_aware.preferences import (
     CPUKind,
+    PolicyAnnotations,
     Request,
     build_request,
     container_label,
@@ -262,7 +263,7 @@ class TopologyAwarePolicy:
             handle.cancel()
 
     def _request(self, pod: Pod | None, container: Container) -> tuple[Request, Classes]:
-        reader = self.ctx.annotations(container)
+        reader = PolicyAnnotations(self.ctx.annotations(container))
         request = build_request(self._spec, pod, container, reader)
         classes = choose_classes(
             self._spec,
@@ -379,21 +380,21 @@ class TopologyAwarePolicy:
         alloc = self.allocations
         cache = self.ctx.cache
         flush = alloc.flush()
-        for cid, cpus in flush.cpus.items():
+        tags_of = {g.container_id: g.tags() for g in flush.tagged}
+        for cid in dict.fromkeys([*flush.cpus, *flush.mems, *tags_of]):
             ctr = cache.container(cid)
-            if ctr is not None and ctr.cpus != cpus:
-                cache.set_cpus(cid, cpus)
-        for cid, mems in flush.mems.items():
-            ctr = cache.container(cid)
-            if ctr is not None and ctr.mems != mems:
-                cache.set_mems(cid, mems)
-        for grant in flush.tagged:
-            ctr = cache.container(grant.container_id)
             if ctr is None:
                 continue
-            tags = grant.tags()
-            if any(ctr.tags.get(k) != v for k, v in tags.items()):
-                cache.set_tags(grant.container_id, **tags)
+            cpus = flush.cpus.get(cid)
+            mems = flush.mems.get(cid)
+            changed = ctr
+            if (cpus is not None and cpus != ctr.cpus) or (mems is not None and mems != ctr.mems):
+                changed = changed.with_resources(LinuxResources(cpus=cpus, mems=mems))
+            tags = tags_of.get(cid)
+            if tags is not None and any(ctr.tags.get(k) != v for k, v in tags.items()):
+                changed = changed.with_tags(**tags)
+            if changed is not ctr:
+                cache.put_container(changed)
         decisions, self._decisions = self._decisions, []
         for cid, reason in decisions:
             ctr = cache.container(cid)

@@ -16,6 +16,7 @@ import attrs
 from nrirp.domain.config import BurstableLevel, CPUPriority, Duration, DurationError
 from nrirp.domain.config.topology_aware import TopologyAwarePolicySpec
 from nrirp.domain.model import (
+    RESOURCE_POLICY_DOMAIN,
     AnnotationProblem,
     AnnotationReader,
     Container,
@@ -130,8 +131,29 @@ def is_reserved_namespace(namespace: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(namespace, p) for p in patterns)
 
 
-def _problem(reader: AnnotationReader, key: str, value: str, reason: str) -> None:
-    reader.problems.append(AnnotationProblem(key, value, reason))
+class PolicyAnnotations:
+    """The reader, with a short cut for pods that carry no policy annotation at all (most):
+    every lookup then answers the default without building keys."""
+
+    def __init__(self, reader: AnnotationReader) -> None:
+        self.reader = reader
+        self.active = any(RESOURCE_POLICY_DOMAIN in key for key in reader.annotations)
+
+    def raw(self, key: str) -> str | None:
+        return self.reader.raw(key) if self.active else None
+
+    def get_bool(self, key: str, default: bool = False) -> bool:
+        return self.reader.get_bool(key, default) if self.active else default
+
+    def get_optional_bool(self, key: str) -> bool | None:
+        return self.reader.get_optional_bool(key) if self.active else None
+
+    def problem(self, key: str, value: str, reason: str) -> None:
+        self.reader.problems.append(AnnotationProblem(key, value, reason))
+
+
+def _problem(reader: PolicyAnnotations, key: str, value: str, reason: str) -> None:
+    reader.problem(key, value, reason)
 
 
 def parse_memory_types(text: str) -> frozenset[MemoryType]:
@@ -167,11 +189,11 @@ def parse_cold_start(text: str) -> float:
     return duration.nanoseconds / 1e9
 
 
-def _optional_bool(reader: AnnotationReader, key: str) -> bool | None:
+def _optional_bool(reader: PolicyAnnotations, key: str) -> bool | None:
     return reader.get_optional_bool(key)
 
 
-def _enum_value(reader: AnnotationReader, key: str, enum_type: type[_E], default: _E) -> _E:
+def _enum_value(reader: PolicyAnnotations, key: str, enum_type: type[_E], default: _E) -> _E:
     raw = reader.raw(key)
     if raw is None:
         return default
@@ -187,7 +209,7 @@ def build_request(
     spec: TopologyAwarePolicySpec,
     pod: Pod | None,
     container: Container,
-    reader: AnnotationReader,
+    reader: PolicyAnnotations,
 ) -> Request:
     """The container's request as the policy will try to serve it."""
     qos = (pod.qos_class if pod is not None else None) or QOSClass.BURSTABLE
@@ -198,7 +220,8 @@ def build_request(
     priority = _enum_value(reader, PREFER_PRIORITY, CPUPriority, spec.default_cpu_priority)
     hide = reader.get_bool(HIDE_HYPERTHREADS, False)
     cpu = _cpu_request(spec, qos, namespace, req.cpu_request, req.cpu_limit, reader, cpu_preserve)
-    cpu = attrs.evolve(cpu, priority=priority, hide_hyperthreads=hide)
+    if priority is not CPUPriority.NONE or hide:
+        cpu = attrs.evolve(cpu, priority=priority, hide_hyperthreads=hide)
 
     types: frozenset[MemoryType] | None = None
     raw_types = reader.raw(MEMORY_TYPE)
@@ -242,7 +265,7 @@ def _cpu_request(
     namespace: str,
     request: int,
     limit: int | None,
-    reader: AnnotationReader,
+    reader: PolicyAnnotations,
     preserve: bool,
 ) -> CPURequest:
     if preserve:

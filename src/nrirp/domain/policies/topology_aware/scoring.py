@@ -20,8 +20,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-
-import attrs
+from typing import NamedTuple
 
 from nrirp.domain.config import CPUPriority
 from nrirp.domain.cpuset import CPUSet
@@ -33,9 +32,8 @@ from nrirp.domain.topology.hints import TopologyHint, hint_score
 AFFINITY_DECAY = 0.75
 
 
-@attrs.frozen
-class MemoryFit:
-    """How a pool's memory would take the request (``None`` offer: not asked or no size)."""
+class MemoryFit(NamedTuple):
+    """How a pool's memory would take the request."""
 
     enough: bool
     """The pool's memory of the allowed types can hold the request at all."""
@@ -47,15 +45,11 @@ class MemoryFit:
     covers_limit: bool
 
 
-@attrs.frozen
-class Score:
+class Score(NamedTuple):
+    key: tuple[float, ...]
     pool: Pool
     viable: bool
     use_isolated: bool
-    key: tuple[float, ...]
-    shared_left: int
-    isolated_left: int
-    reserved_left: int
 
 
 def affinity_score(pool: Pool, weighted: Sequence[tuple[Pool, int]]) -> float:
@@ -79,8 +73,8 @@ def hint_scores(pool: Pool, hints: Sequence[TopologyHint]) -> tuple[float, float
     return product, nonzero
 
 
-def score_pool(
-    pool: Pool,
+def rank_pools(
+    pools: Sequence[Pool],
     cpu: CPURequest,
     supply: Supply,
     *,
@@ -88,69 +82,89 @@ def score_pool(
     hints: Sequence[TopologyHint],
     memory: Callable[[Pool], MemoryFit],
     priority_cpus: CPUSet | None,
-) -> Score:
-    """The pool's score for the request; smaller keys are better."""
+) -> list[Score]:
+    """``pools`` best first (smaller keys are better)."""
     kind = cpu.kind
-    isolated_left = len(supply.isolated[pool.id]) - cpu.full if cpu.isolate else 0
-    use_isolated = cpu.isolate and isolated_left >= 0
-    shared_left = supply.allocatable_shared(pool) - cpu.shared
-    if cpu.full and not use_isolated:
-        shared_left -= 1000 * cpu.full
-    reserved_left = 0
-    if kind is CPUKind.RESERVED:
-        reserved_left = supply.allocatable_reserved(pool) - cpu.shared
-        capacity: tuple[float, ...] = (0.0 if reserved_left >= 0 else 1.0,)
-        viable = True
-    elif kind is CPUKind.PRESERVE:
-        capacity = (0.0,)
-        viable = True
-    else:
-        iso_bad = 1.0 if cpu.isolate and not use_isolated else 0.0
-        shared_bad = 0.0 if shared_left >= 0 else 1.0
-        capacity = (iso_bad, shared_bad)
-        viable = use_isolated or (shared_left >= 0 and not cpu.require_isolated)
-    affinity = affinity_score(pool, weighted) if weighted else 0.0
-    if hints:
-        product, nonzero = hint_scores(pool, hints)
-        key = (*capacity, -affinity, -product, -nonzero, -pool.depth, pool.id)
-        return Score(pool, viable, use_isolated, key, shared_left, isolated_left, reserved_left)
-
-    fit = memory(pool)
-    mem_key = (0.0 if fit.fits else 1.0, 0.0 if fit.covers_limit else 1.0)
-    burst_key = 0.0
-    if cpu.burstable and cpu.limit is not None:
-        burst_key = 0.0 if supply.allocatable_shared(pool) >= cpu.limit else 1.0
-    level_key = 0.0
-    if cpu.unlimited_level is not None:
-        level_key = 0.0 if cpu.unlimited_level in pool.levels else 1.0
-    prio_key = 0.0
-    if priority_cpus is not None:
-        want = max(cpu.full, 1)
-        have = len(supply.sharable[pool.id] & priority_cpus)
-        prio_key = 0.0 if have >= want else 1.0
-    if kind is CPUKind.RESERVED:
-        per_container = reserved_left / (supply.count[pool.id] + 1)
-        kind_key: tuple[float, ...] = (-per_container, 0.0)
-    elif use_isolated:
-        kind_key = (-float(len(supply.isolated[pool.id])), 0.0)
-    elif cpu.full:
-        kind_key = (-float(shared_left), 0.0)
-    else:
-        kind_key = (float(len(supply.members[pool.id])), -float(shared_left))
-    key = (
-        *capacity,
-        -affinity,
-        *mem_key,
-        burst_key,
-        level_key,
-        float(fit.nodes),
-        0.0 if fit.has_types else 1.0,
-        prio_key,
-        -pool.depth,
-        *kind_key,
-        pool.id,
+    full, shared, isolate = cpu.full, cpu.shared, cpu.isolate
+    allocatable = supply.allocatable_shared_all()
+    reserved_kind = kind is CPUKind.RESERVED
+    preserve_kind = kind is CPUKind.PRESERVE
+    burst_limit = cpu.limit if cpu.burstable else None
+    level = cpu.unlimited_level
+    want = max(full, 1)
+    isolated, sharable, members, count = (
+        supply.isolated,
+        supply.sharable,
+        supply.members,
+        supply.count,
     )
-    return Score(pool, viable, use_isolated, key, shared_left, isolated_left, reserved_left)
+    out: list[Score] = []
+    for pool in pools:
+        pid = pool.id
+        isolated_left = len(isolated[pid]) - full if isolate else 0
+        use_isolated = isolate and isolated_left >= 0
+        shared_left = allocatable[pid] - shared
+        if full and not use_isolated:
+            shared_left -= 1000 * full
+        reserved_left = 0
+        if reserved_kind:
+            reserved_left = supply.allocatable_reserved(pool) - shared
+            capacity: tuple[float, ...] = (0.0 if reserved_left >= 0 else 1.0,)
+            viable = True
+        elif preserve_kind:
+            capacity = (0.0,)
+            viable = True
+        else:
+            capacity = (
+                1.0 if isolate and not use_isolated else 0.0,
+                0.0 if shared_left >= 0 else 1.0,
+            )
+            viable = use_isolated or (shared_left >= 0 and not cpu.require_isolated)
+        affinity = affinity_score(pool, weighted) if weighted else 0.0
+        if hints:
+            product, nonzero = hint_scores(pool, hints)
+            key = (*capacity, -affinity, -product, -nonzero, -pool.depth, pid)
+            out.append(Score(key, pool, viable, use_isolated))
+            continue
+        fit = memory(pool)
+        burst_key = 0.0
+        if burst_limit is not None:
+            burst_key = 0.0 if allocatable[pid] >= burst_limit else 1.0
+        level_key = 0.0
+        if level is not None:
+            level_key = 0.0 if level in pool.levels else 1.0
+        prio_key = 0.0
+        if priority_cpus is not None:
+            prio_key = 0.0 if len(sharable[pid] & priority_cpus) >= want else 1.0
+        if reserved_kind:
+            kind_key: tuple[float, float] = (-reserved_left / (count[pid] + 1), 0.0)
+        elif use_isolated:
+            kind_key = (-float(len(isolated[pid])), 0.0)
+        elif full:
+            kind_key = (-float(shared_left), 0.0)
+        else:
+            kind_key = (float(len(members[pid])), -float(shared_left))
+        key = (
+            *capacity,
+            -affinity,
+            0.0 if fit.fits else 1.0,
+            0.0 if fit.covers_limit else 1.0,
+            burst_key,
+            level_key,
+            float(fit.nodes),
+            0.0 if fit.has_types else 1.0,
+            prio_key,
+            -pool.depth,
+            *kind_key,
+            pid,
+        )
+        out.append(Score(key, pool, viable, use_isolated))
+    out.sort(key=_key)
+    return out
+
+
+def _key(score: Score) -> tuple[float, ...]:
+    return score.key
 
 
 def want_priority(cpu: CPURequest) -> CPUPriority | None:

@@ -62,6 +62,18 @@ class Supply:
             value = min(value, self.free_shared(up))
         return value
 
+    def allocatable_shared_all(self) -> list[int]:
+        """:meth:`allocatable_shared` of every pool, by id (one pass, parents first)."""
+        out = [0] * len(self.sharable)
+        for pool in self.tree.pools:  # pre-order: a parent comes before its children
+            pid = pool.id
+            value = 1000 * len(self.sharable[pid]) - self.shared_granted[pid]
+            parent = pool.parent
+            if parent is not None and out[parent.id] < value:
+                value = out[parent.id]
+            out[pid] = value
+        return out
+
     def allocatable_reserved(self, pool: Pool) -> int:
         value = 1000 * len(self.reserved[pool.id]) - self.reserved_granted[pool.id]
         for up in pool.ancestors:
