@@ -1,0 +1,778 @@
+"""Property tests of the ``topology-aware`` policy on the catalogue machines.
+
+Random workloads (pods of every QoS class, kube-system and reserved-pool namespaces, the
+policy's annotations) are created, resized and deleted through the real
+:class:`ResourceManager`. Written from the reference's behaviour
+(``reference-policies.md`` §2) and issue 5, not from the policy's code. After every operation:
+
+* an exclusive CPU is in no other container's cpuset; isolated CPUs only go to isolated grants;
+* reserved CPUs go only to reserved containers (kube-system, ``reservedPoolNamespaces``,
+  ``prefer-reserved-cpus``), and reserved containers get only reserved CPUs; shared
+  containers may run on the reserved CPUs only while their pool has no shared CPU left;
+* every container's mems are the memory nodes of a pool (a topology unit holding all its
+  CPUs): its DRAM nodes plus the memory-only nodes attached to them, of the container's
+  memory types (DRAM and PMEM by default, never HBM unless asked for);
+* nothing exceeds capacity: shared requests against the shared CPUs they run on, exclusive
+  grants of the requested size, memory requests against the nodes they are pinned to;
+* a refused request changes nothing (containers, describe(), zones);
+* a restart (a new manager and policy from the saved state) gives the same allocations, and
+  continuing after it gives the same results as a twin that never restarted;
+* releasing everything returns describe() and the zones of a fresh policy.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nrirp.adapters.fakehw import expected_machine, load_machine, spec_from_data, spec_to_data
+from nrirp.adapters.memory import InMemoryStateStore
+from nrirp.adapters.nri.simruntime.kubelet import (
+    Resources,
+    milli_cpu_to_quota,
+    milli_cpu_to_shares,
+    oom_score_adj,
+    pod_cgroup_parent,
+    pod_qos,
+)
+from nrirp.domain.config import PolicyConfig, load_policy_config
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.model import Container, ContainerState, LinuxResources, Pod, QOSClass
+from nrirp.domain.pipeline import OperationFailedError, ResourceManager
+from nrirp.domain.policies import builtin_registry
+from nrirp.domain.topology import Machine, MemoryType
+
+POLICY = "topology-aware"
+DOMAIN = "resource-policy.nri.io"
+TAG_KIND = "topology-aware.kind"
+TAG_EXCLUSIVE = "topology-aware.exclusive"
+TAG_POOL = "topology-aware.pool"
+TAG_MEMORY = "topology-aware.memory"
+MiB = 1 << 20
+PERIOD = 100_000
+
+
+# ====================================================================== machines
+def _isolated_box() -> Machine:
+    """box-16 with the last core of each package kernel-isolated (no catalogue machine but
+    sparse-8s-4096 has isolated CPUs, and that one is too big for many examples)."""
+    data = spec_to_data(load_machine("box-16"))
+    data.update(name="box-16-isolated", isolated="6-7,14-15")
+    return expected_machine(spec_from_data(data))
+
+
+@functools.cache
+def machine(name: str) -> Machine:
+    if name == "box-16-isolated":
+        return _isolated_box()
+    return expected_machine(load_machine(name))
+
+
+def memory_capacity(m: Machine) -> int:
+    return sum(n.memory_bytes for n in m.nodes.values())
+
+
+@attrs.frozen
+class Unit:
+    """A topology unit a pool can cover: its CPUs and its CPU-bearing NUMA nodes."""
+
+    name: str
+    cpus: CPUSet
+    nodes: CPUSet
+
+
+def units_of(m: Machine) -> tuple[Unit, ...]:
+    """Every L3 cache group, NUMA node, die, package and the whole machine: the CPUs and
+    nodes a pool can have (a folded level has the same CPUs as its parent or child)."""
+    out = [Unit("machine", m.all_cpus, m.cpu_nodes)]
+    for group in m.cache_groups(3):
+        nodes = CPUSet.from_ids(m.node_of(cpu) for cpu in group.cpus)
+        out.append(Unit(f"L3 {group.id}", group.cpus, nodes))
+    for pkg in m.packages.values():
+        out.append(Unit(f"package {pkg.id}", pkg.cpus, pkg.nodes & m.cpu_nodes))
+    for (pkg_id, die_id), die in m.dies.items():
+        out.append(Unit(f"die {pkg_id}/{die_id}", die.cpus, die.nodes & m.cpu_nodes))
+    for node in m.nodes.values():
+        if node.cpus:
+            out.append(Unit(f"node {node.id}", node.cpus, CPUSet.of(node.id)))
+    return tuple(out)
+
+
+@functools.cache
+def units(name: str) -> tuple[Unit, ...]:
+    return units_of(machine(name))
+
+
+def attached(m: Machine, dram: CPUSet) -> CPUSet:
+    """Memory-only nodes whose closest CPU node is in ``dram``."""
+    return CPUSet.from_ids(n for n in m.memory_only_nodes if m.closest_cpu_node(n) in dram)
+
+
+def memory_of(m: Machine, unit: Unit, types: frozenset[MemoryType]) -> CPUSet:
+    """The memory nodes a pool over ``unit`` gives a container with memory ``types``."""
+    nodes = unit.nodes | attached(m, unit.nodes)
+    return CPUSet.from_ids(n for n in nodes if m.memory_type(n) in types)
+
+
+# ====================================================================== workload model
+@attrs.frozen
+class CtrSpec:
+    name: str
+    kind: str  # besteffort | burstable | burstable-unlimited | guaranteed-int | guaranteed-frac
+    cpu: int = 0  # request in millicores (== limit for guaranteed)
+    cpu_limit: int | None = None
+    memory: int = 0  # request in bytes (== limit for guaranteed)
+    memory_limit: int | None = None
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
+
+    def resources(self) -> Resources:
+        if self.kind == "besteffort":
+            return Resources()
+        if self.kind.startswith("guaranteed"):
+            return Resources(self.cpu, self.cpu, self.memory, self.memory)
+        return Resources(self.cpu, self.cpu_limit, self.memory or None, self.memory_limit)
+
+    def annotation(self, key: str) -> str | None:
+        return self.annotations.get(key)
+
+
+@attrs.frozen
+class PodSpec:
+    name: str
+    namespace: str
+    containers: tuple[CtrSpec, ...]
+
+    @property
+    def qos(self) -> QOSClass:
+        return pod_qos(c.resources() for c in self.containers)
+
+    def pod(self) -> Pod:
+        annotations: dict[str, str] = {}
+        for ctr in self.containers:
+            for key, value in ctr.annotations.items():
+                annotations[f"{key}.{DOMAIN}/container.{ctr.name}"] = value
+        uid = f"uid-{self.name}"
+        return Pod(
+            id=f"id-{self.name}",
+            name=self.name,
+            uid=uid,
+            namespace=self.namespace,
+            annotations=annotations,
+            cgroup_parent=pod_cgroup_parent(self.qos, uid),
+        )
+
+    def container(self, ctr: CtrSpec, m: Machine) -> Container:
+        return Container(
+            id=f"id-{self.name}-{ctr.name}",
+            pod_id=f"id-{self.name}",
+            name=ctr.name,
+            state=ContainerState.CREATING,
+            resources=linux_resources(ctr.resources()),
+            oom_score_adj=oom_score_adj(
+                self.qos, ctr.resources().memory_request, memory_capacity(m)
+            ),
+        )
+
+
+def linux_resources(res: Resources) -> LinuxResources:
+    """What containerd hands the plugin for kubelet's settings (as the simulated runtime)."""
+    quota = milli_cpu_to_quota(res.cpu_limit or 0)
+    return LinuxResources(
+        cpu_shares=milli_cpu_to_shares(res.cpu_request or 0),
+        cpu_quota=quota or None,
+        cpu_period=PERIOD,
+        memory_limit=res.memory_limit or None,
+    )
+
+
+ANNOTATION_CHOICES: dict[str, list[str]] = {
+    "prefer-isolated-cpus": ["true", "false"],
+    "prefer-shared-cpus": ["true", "false"],
+    "prefer-reserved-cpus": ["true"],
+    "hide-hyperthreads": ["true"],
+    "cpu.preserve": ["true"],
+    "memory.preserve": ["true"],
+    "prefer-cpu-priority": ["high", "normal", "low"],
+}
+
+
+def memory_type_choices(m: Machine) -> list[str]:
+    """Only types the machine has (asking for a type the machine lacks is another test)."""
+    present = {n.memory_type for n in m.nodes.values()}
+    out = ["dram"]
+    if MemoryType.PMEM in present:
+        out += ["pmem", "dram,pmem"]
+    if MemoryType.HBM in present:
+        out += ["hbm", "dram,hbm"]
+    return out
+
+
+@st.composite
+def containers(draw: st.DrawFn, name: str, kind: str, m: Machine, max_cpus: int) -> CtrSpec:
+    memory = draw(st.integers(1, 64)) * MiB  # small: no memory widening (see module doc)
+    if kind == "besteffort":
+        spec = CtrSpec(name, kind)
+    elif kind == "burstable":
+        cpu = draw(st.integers(10, 2000))
+        spec = CtrSpec(name, kind, cpu, cpu + draw(st.integers(0, 2000)), memory, memory * 2)
+    elif kind == "burstable-unlimited":
+        spec = CtrSpec(name, kind, draw(st.integers(10, 1500)), None, memory, None)
+    elif kind == "guaranteed-int":
+        spec = CtrSpec(name, kind, 1000 * draw(st.integers(1, max_cpus)), None, memory)
+    else:
+        cpu = draw(st.integers(100, 1000 * max_cpus - 1).filter(lambda v: v % 1000 != 0))
+        spec = CtrSpec(name, kind, cpu, None, memory)
+    keys = draw(st.sets(st.sampled_from([*ANNOTATION_CHOICES, "memory-type"]), max_size=2))
+    annotations = {}
+    for key in sorted(keys):
+        choices = memory_type_choices(m) if key == "memory-type" else ANNOTATION_CHOICES[key]
+        annotations[key] = draw(st.sampled_from(choices))
+    if draw(st.integers(0, 3)) > 0:
+        annotations = {}  # most containers are plain
+    return attrs.evolve(spec, annotations=annotations)
+
+
+KINDS = ["besteffort", "burstable", "burstable-unlimited", "guaranteed-int", "guaranteed-frac"]
+NAMESPACES = ["default", "default", "team-a", "kube-system", "monitoring"]
+
+
+@st.composite
+def pods(draw: st.DrawFn, index: int, m: Machine, max_cpus: int) -> PodSpec:
+    namespace = draw(st.sampled_from(NAMESPACES))
+    kind = draw(st.sampled_from(KINDS))
+    count = draw(st.integers(1, 2))
+    ctrs = []
+    for i in range(count):
+        # a pod's QoS comes from all its containers: keep them of one kind
+        ctrs.append(draw(containers(f"c{i}", kind, m, max_cpus)))
+    return PodSpec(f"p{index}", namespace, tuple(ctrs))
+
+
+@st.composite
+def operations(draw: st.DrawFn, m: Machine, max_cpus: int, length: int) -> list[tuple[Any, ...]]:
+    ops: list[tuple[Any, ...]] = []
+    for index in range(draw(st.integers(1, length))):
+        what = draw(st.sampled_from(["create", "create", "create", "resize", "delete", "restart"]))
+        if what == "create":
+            ops.append(("create", draw(pods(index, m, max_cpus))))
+        elif what == "resize":
+            ops.append(
+                (
+                    "resize",
+                    draw(st.integers(0, 99)),
+                    draw(st.integers(0, 1)),
+                    draw(st.integers(1, 1000 * max_cpus)),
+                )
+            )
+        elif what == "delete":
+            ops.append(("delete", draw(st.integers(0, 99))))
+        else:
+            ops.append(("restart",))
+    return ops
+
+
+# ====================================================================== configs
+def configs(m: Machine) -> list[dict[str, Any]]:
+    first = m.all_cpus.min()
+    last_core = m.thread_siblings(m.all_cpus.max())
+    return [
+        {"reservedResources": {"cpu": "750m"}},  # the Helm chart's default
+        {"reservedResources": {"cpu": f"cpuset:{first}"}, "preferIsolatedCPUs": False},
+        {
+            "reservedResources": {"cpu": "2"},
+            "reservedPoolNamespaces": ["monitor*"],
+            "colocatePods": True,
+        },
+        {
+            "availableResources": {"cpu": f"exclude-cpuset:{last_core}"},
+            "reservedResources": {"cpu": "1500m"},
+            "colocateNamespaces": True,
+            "unlimitedBurstable": "numa",
+        },
+    ]
+
+
+def reserved_pool_namespaces(config: Mapping[str, Any]) -> list[str]:
+    return list(config.get("reservedPoolNamespaces", []))
+
+
+# ====================================================================== the rig
+@attrs.define
+class Rig:
+    """A started resource manager running the topology-aware policy."""
+
+    machine_name: str
+    store: InMemoryStateStore
+    manager: ResourceManager
+
+    @classmethod
+    def fresh(cls, machine_name: str, config: PolicyConfig) -> Rig:
+        store = InMemoryStateStore()
+        rig = cls(machine_name, store, new_manager(machine_name, store))
+        rig.manager.start(config)
+        return rig
+
+    def restarted(self) -> Rig:
+        """A new manager and policy from the saved state (the daemon after kill -9)."""
+        manager = new_manager(self.machine_name, self.store)
+        manager.start()
+        return Rig(self.machine_name, self.store, manager)
+
+
+def new_manager(machine_name: str, store: InMemoryStateStore) -> ResourceManager:
+    return ResourceManager(
+        policy=builtin_registry().create(POLICY), machine=machine(machine_name), store=store
+    )
+
+
+def allocations(manager: ResourceManager) -> dict[str, tuple[Any, ...]]:
+    """What each container got: cpus, mems and the policy's persisted notes."""
+    return {
+        c.id: (c.cpus, c.mems, dict(c.tags))
+        for c in manager.containers()
+        if c.state.holds_resources
+    }
+
+
+def observable(manager: ResourceManager) -> tuple[Any, ...]:
+    return (
+        manager.pods(),
+        manager.containers(),
+        manager.describe(),
+        list(manager.topology_zones()),
+    )
+
+
+@attrs.define
+class World:
+    """The pods a run has created (by the spec the test knows) and the rigs running them."""
+
+    machine_name: str
+    config: dict[str, Any]
+    live: dict[str, PodSpec] = attrs.field(factory=dict)
+    current: dict[str, dict[str, CtrSpec]] = attrs.field(factory=dict)
+
+    @property
+    def machine(self) -> Machine:
+        return machine(self.machine_name)
+
+
+def apply(world: World, rig: Rig, op: tuple[Any, ...]) -> list[bool]:
+    """Apply ``op``; returns, per pipeline call, whether it succeeded. A refused call must
+    leave everything observable as it was."""
+    m = world.machine
+    manager = rig.manager
+    outcomes: list[bool] = []
+
+    def attempt(call: Any) -> bool:
+        before = observable(manager)
+        try:
+            call()
+        except OperationFailedError:
+            assert observable(manager) == before, "a refused request changed the state"
+            return False
+        return True
+
+    if op[0] == "create":
+        spec: PodSpec = op[1]
+        pod = spec.pod()
+        manager.run_pod(pod)
+        for ctr in spec.containers:
+            container = spec.container(ctr, m)
+
+            def create(c: Container = container) -> None:
+                manager.create_container(pod, c)
+                manager.post_create(pod, c)
+                manager.post_start(pod, c)
+
+            outcomes.append(attempt(create))
+    elif op[0] == "resize":
+        _, pod_pick, ctr_pick, millis = op
+        target = pick(world, pod_pick)
+        if target is None:
+            return outcomes
+        ctr = world.current[target.name][target.containers[ctr_pick % len(target.containers)].name]
+        resized = resize(ctr, millis)
+        if resized is None or manager.container(f"id-{target.name}-{ctr.name}") is None:
+            return outcomes
+        container = target.container(ctr, m)
+        ok = attempt(
+            lambda: manager.update_container(
+                target.pod(), container, linux_resources(resized.resources())
+            )
+        )
+        outcomes.append(ok)
+    elif op[0] == "delete":
+        target = pick(world, op[1])
+        if target is None:
+            return outcomes
+        manager.remove_pod(target.pod())
+        outcomes.append(True)
+    return outcomes
+
+
+def pick(world: World, index: int) -> PodSpec | None:
+    if not world.live:
+        return None
+    names = sorted(world.live)
+    return world.live[names[index % len(names)]]
+
+
+def resize(ctr: CtrSpec, millis: int) -> CtrSpec | None:
+    """The container resized in place to ``millis`` (same QoS class), or None if it cannot."""
+    if ctr.kind == "besteffort":
+        return None
+    if ctr.kind == "guaranteed-int":
+        return attrs.evolve(ctr, cpu=max(1000, millis // 1000 * 1000))
+    if ctr.kind == "guaranteed-frac":
+        return attrs.evolve(ctr, cpu=millis if millis % 1000 else millis + 1)
+    if ctr.kind == "burstable":
+        return attrs.evolve(ctr, cpu=max(10, millis // 2), cpu_limit=max(10, millis))
+    return attrs.evolve(ctr, cpu=max(10, millis // 2))
+
+
+def record(world: World, op: tuple[Any, ...], outcomes: Sequence[bool]) -> None:
+    """Track what the world now runs (after the op was applied to every rig)."""
+    if op[0] == "create":
+        spec: PodSpec = op[1]
+        world.live[spec.name] = spec
+        world.current[spec.name] = {c.name: c for c in spec.containers}
+    elif op[0] == "resize" and outcomes and outcomes[0]:
+        target = pick(world, op[1])
+        assert target is not None
+        ctr = world.current[target.name][target.containers[op[2] % len(target.containers)].name]
+        resized = resize(ctr, op[3])
+        assert resized is not None
+        world.current[target.name][ctr.name] = resized
+    elif op[0] == "delete":
+        target = pick(world, op[1])
+        if target is not None:
+            del world.live[target.name]
+            del world.current[target.name]
+
+
+# ====================================================================== invariants
+def zone_attribute(zone: Any, word: str) -> CPUSet | None:
+    for attribute in zone.attributes:
+        if word in attribute.name.lower() and "cpu" in attribute.name.lower():
+            return CPUSet.parse(attribute.value)
+    return None
+
+
+def reserved_cpus(manager: ResourceManager, config: Mapping[str, Any], m: Machine) -> CPUSet:
+    """The reserved CPUs: the configured cpuset, else what the zones export (checked against
+    the configured amount: ``ceil(amount)`` CPUs, never an isolated one)."""
+    cpu = str(config["reservedResources"]["cpu"])
+    if cpu.startswith("cpuset:"):
+        return CPUSet.parse(cpu[len("cpuset:") :])
+    found = [zone_attribute(z, "reserved") for z in manager.topology_zones()]
+    assert any(f is not None for f in found), "the zones do not export the reserved cpuset"
+    reserved = CPUSet().union(*(f for f in found if f is not None))
+    millis = float(cpu[:-1]) if cpu.endswith("m") else float(cpu) * 1000
+    assert len(reserved) == math.ceil(millis / 1000), f"reserved {reserved} for {cpu}"
+    assert reserved.isdisjoint(m.isolated), f"reserved {reserved} has isolated CPUs"
+    return reserved
+
+
+def available_cpus(config: Mapping[str, Any], m: Machine) -> CPUSet:
+    cpu = str(config.get("availableResources", {}).get("cpu", ""))
+    if cpu.startswith("exclude-cpuset:"):
+        return m.all_cpus - CPUSet.parse(cpu[len("exclude-cpuset:") :])
+    if cpu.startswith("cpuset:"):
+        return CPUSet.parse(cpu[len("cpuset:") :])
+    return m.all_cpus
+
+
+def memory_types(ctr: CtrSpec) -> frozenset[MemoryType] | None:
+    """The memory types the container asked for (None: the default, DRAM and PMEM)."""
+    value = ctr.annotation("memory-type")
+    if value is None:
+        return None
+    types = {MemoryType(v.strip()) for v in value.split(",")}
+    return frozenset(types)
+
+
+def is_reserved(spec: PodSpec, ctr: CtrSpec, config: Mapping[str, Any]) -> bool:
+    if ctr.annotation("prefer-reserved-cpus") == "true":
+        return True
+    names = ["kube-system", *reserved_pool_namespaces(config)]
+    return any(fnmatch.fnmatchcase(spec.namespace, n) for n in names)
+
+
+def shared_cpus_of_pool(manager: ResourceManager, pool: str) -> CPUSet | None:
+    for zone in manager.topology_zones():
+        if zone.name == pool:
+            return zone_attribute(zone, "shared")
+    return None
+
+
+def check_invariants(world: World, rig: Rig) -> None:
+    m = world.machine
+    config = world.config
+    manager = rig.manager
+    reserved = reserved_cpus(manager, config, m)
+    available = available_cpus(config, m)
+    specs = {
+        f"id-{name}-{ctr.name}": (world.live[name], ctr)
+        for name, ctrs in world.current.items()
+        for ctr in ctrs.values()
+    }
+    active = [c for c in manager.containers() if c.state.holds_resources]
+    assert {c.id for c in active} <= set(specs), "a container the workload does not run"
+
+    exclusive: dict[str, CPUSet] = {}
+    for c in active:
+        text = c.tags.get(TAG_EXCLUSIVE, "")
+        if text:
+            exclusive[c.id] = CPUSet.parse(text)
+
+    all_exclusive = CPUSet().union(*exclusive.values())
+    sharable = available - reserved - m.isolated
+    pool_cpus = [u.cpus for u in units(world.machine_name)]
+    shared_sets: list[CPUSet] = []
+    shared_requests: list[tuple[CPUSet, int]] = []
+    for c in active:
+        spec, ctr = specs[c.id]
+        kind = c.tags.get(TAG_KIND)
+        hide_ht = ctr.annotation("hide-hyperthreads") == "true"
+        where = (
+            f"{spec.namespace}/{spec.name}/{ctr.name} ({ctr}, kind {kind}, "
+            f"cpus {c.cpus}, mems {c.mems})"
+        )
+
+        # ---- cpus
+        if ctr.annotation("cpu.preserve") == "true":
+            assert c.cpus is None, f"cpu.preserve: the policy set cpus of {where}"
+        else:
+            assert c.cpus, f"no cpus for {where}"
+            assert c.cpus <= available, f"cpus outside availableResources: {where}"
+            mine = exclusive.get(c.id, CPUSet())
+            for other, theirs in exclusive.items():
+                if other != c.id:
+                    assert c.cpus.isdisjoint(theirs), f"{where} holds {other}'s exclusive {theirs}"
+            if mine:
+                assert mine <= c.cpus or hide_ht, f"exclusive {mine} not in the cpuset: {where}"
+                assert mine.isdisjoint(reserved), f"exclusive reserved CPUs: {where}"
+            if c.cpus & m.isolated:
+                assert kind == "isolated", f"isolated CPUs for a {kind} container: {where}"
+            if kind == "isolated":
+                assert mine and mine <= m.isolated, f"isolated grant outside isolated: {where}"
+            if is_reserved(spec, ctr, config):
+                assert kind == "reserved", f"reserved container not reserved: {where}"
+            if kind == "reserved":
+                assert c.cpus <= reserved, f"reserved container off the reserved CPUs: {where}"
+                # a pool's reserved CPUs
+                assert hide_ht or any(c.cpus == reserved & u for u in pool_cpus), where
+            elif c.cpus & reserved:
+                # the only exception: shared containers of a pool with no shared CPU left
+                pool = c.tags.get(TAG_POOL, "")
+                assert kind == "shared" and c.cpus <= reserved, f"reserved CPUs for {where}"
+                assert shared_cpus_of_pool(manager, pool) == CPUSet(), (
+                    f"{where} runs on the reserved CPUs but pool {pool!r} has shared CPUs"
+                )
+            plain = not ctr.annotations
+            if plain and ctr.kind == "guaranteed-int" and not is_reserved(spec, ctr, config):
+                assert kind in ("exclusive", "isolated"), f"not exclusive: {where}"
+                assert len(mine) == ctr.cpu // 1000, f"wrong exclusive count: {where}"
+                assert c.cpus == mine, f"an exclusive container with shared CPUs: {where}"
+            if plain and ctr.kind == "guaranteed-frac" and not is_reserved(spec, ctr, config):
+                # §2: Guaranteed 1-2 CPUs are exclusive, the fraction shared (mixed); from 2
+                # CPUs on and below 1, fractional requests share
+                if 1000 < ctr.cpu < 2000:
+                    assert kind in ("exclusive", "isolated"), f"not mixed: {where}"
+                    assert len(mine) == 1 and c.cpus > mine, f"not mixed: {where}"
+                else:
+                    assert kind == "shared" and not mine, f"not shared: {where}"
+            unpinned = ctr.kind in ("besteffort", "burstable", "burstable-unlimited")
+            if plain and unpinned and not is_reserved(spec, ctr, config):
+                assert kind == "shared" and not mine, f"not shared: {where}"
+            if mine and not hide_ht:
+                assert len(mine) == ctr.cpu // 1000, f"exclusive grant of the wrong size: {where}"
+            if kind in ("shared", "exclusive", "isolated") and not (c.cpus <= reserved):
+                part = c.cpus - mine
+                if part:
+                    request = c.requirements.cpu_request - 1000 * len(mine)
+                    shared_requests.append((part, request))
+                    if not hide_ht:
+                        shared_sets.append(part)
+                        # all that is left of a pool's shared CPUs once exclusive grants
+                        # (anywhere) are sliced off
+                        assert any(part == (u & sharable) - all_exclusive for u in pool_cpus), (
+                            f"shared CPUs {part} are not a pool's free shared CPUs: {where}"
+                        )
+
+        # ---- mems
+        if ctr.annotation("memory.preserve") == "true":
+            assert c.mems is None, f"memory.preserve: the policy set mems of {where}"
+            continue
+        assert c.mems, f"no mems for {where}"
+        if TAG_MEMORY in c.tags:
+            assert CPUSet.parse(c.tags[TAG_MEMORY]) == c.mems, f"memory tag differs: {where}"
+        types = memory_types(ctr)
+        allowed = types or frozenset({MemoryType.DRAM, MemoryType.PMEM})
+        assert all(m.memory_type(n) in allowed for n in c.mems), f"wrong memory type: {where}"
+        if c.cpus is None or (kind != "reserved" and c.cpus <= reserved):
+            continue  # no CPUs to compare with, or the reserved fallback of an empty pool
+        holders = [u for u in units(world.machine_name) if c.cpus <= u.cpus]
+        matches = [u.name for u in holders if memory_of(m, u, allowed) == c.mems]
+        assert matches, (
+            f"mems are not the memory of any pool holding the CPUs: {where}; candidates "
+            + ", ".join(f"{u.name}={memory_of(m, u, allowed)}" for u in holders)
+        )
+        if types is None or MemoryType.DRAM in types:
+            local = CPUSet.from_ids(m.node_of(cpu) for cpu in c.cpus)
+            assert local <= c.mems, f"mems miss the nodes of the CPUs: {where}"
+
+    # ---- capacity: shared requests fit the shared CPUs they run on
+    for cpus in set(shared_sets):
+        demand = sum(r for part, r in shared_requests if part <= cpus)
+        assert demand <= 1000 * len(cpus), f"{demand}m of shared requests on {cpus}"
+    # ---- capacity: memory requests fit the nodes they are pinned to
+    pinned = [(c.mems, c.requirements.memory_request) for c in active if c.mems]
+    for mems in {p for p, _ in pinned}:
+        demand = sum(r for p, r in pinned if p <= mems)
+        capacity = sum(m.memory_bytes(n) for n in mems)
+        assert demand <= capacity, f"{demand} bytes requested on nodes {mems} ({capacity})"
+
+
+def isolated_free(world: World, rig: Rig) -> CPUSet:
+    """Isolated CPUs the policy may use that no container holds."""
+    held = CPUSet().union(
+        *(c.cpus for c in rig.manager.containers() if c.state.holds_resources and c.cpus)
+    )
+    return (world.machine.isolated & available_cpus(world.config, world.machine)) - held
+
+
+def check_isolation_preference(world: World, rig: Rig, spec: PodSpec, free_before: CPUSet) -> None:
+    """§2: a Guaranteed container of 1 to 2 CPUs gets an isolated CPU by default (when
+    preferIsolatedCPUs is not off and one is free), or an isolated CPU is never used."""
+    if world.config.get("preferIsolatedCPUs") is False:
+        return
+    for ctr in spec.containers:
+        if ctr.annotations or not ctr.kind.startswith("guaranteed") or not 1000 <= ctr.cpu < 2000:
+            continue
+        if is_reserved(spec, ctr, world.config):
+            continue
+        got = rig.manager.container(f"id-{spec.name}-{ctr.name}")
+        if got is None or not got.state.holds_resources:
+            continue  # refused
+        kind = got.tags.get(TAG_KIND)
+        if free_before:
+            assert kind == "isolated" and got.cpus and got.cpus & free_before, (
+                f"{spec.name}/{ctr.name} ({ctr.cpu}m) is {kind} on {got.cpus} while isolated "
+                f"{free_before} was free"
+            )
+        # the next container of the pod sees what this one took
+        free_before = free_before - (got.cpus or CPUSet())
+
+
+# ====================================================================== the property
+MACHINES = [  # name, largest integer CPU request, examples
+    ("box-16", 6, 100),
+    ("box-16-isolated", 6, 80),
+    ("hybrid-desktop", 6, 60),
+    ("server-112-pmem", 8, 50),
+    ("server-4s-144", 8, 40),
+    ("hbm-cxl", 8, 50),
+]
+
+
+def run_workload(machine_name: str, config_index: int, ops: list[tuple[Any, ...]]) -> None:
+    m = machine(machine_name)
+    config = configs(m)[config_index]
+    policy_config = load_policy_config(POLICY, config)
+    world = World(machine_name, config)
+    rig = Rig.fresh(machine_name, policy_config)
+    twin = Rig.fresh(machine_name, policy_config)  # the same operations, never restarted
+    initial = (rig.manager.describe(), list(rig.manager.topology_zones()))
+    check_invariants(world, rig)
+    for op in ops:
+        if op[0] == "restart":
+            before = allocations(rig.manager)
+            described = (rig.manager.describe(), list(rig.manager.topology_zones()))
+            rig = rig.restarted()
+            assert allocations(rig.manager) == before, "a restart changed allocations"
+            assert (rig.manager.describe(), list(rig.manager.topology_zones())) == described
+            # the runtime reports exactly what runs: nothing to change
+            running = [c for c in rig.manager.containers() if c.state.holds_resources]
+            assert rig.manager.synchronize(rig.manager.pods(), running) == []
+            assert allocations(rig.manager) == before
+            continue
+        free_isolated = isolated_free(world, rig)
+        outcomes = apply(world, rig, op)
+        twin_outcomes = apply(world, twin, op)
+        assert outcomes == twin_outcomes, f"{op[0]}: restarted {outcomes}, twin {twin_outcomes}"
+        record(world, op, outcomes)
+        if op[0] == "create":
+            check_isolation_preference(world, rig, op[1], free_isolated)
+        assert allocations(rig.manager) == allocations(twin.manager), (
+            f"after {op[0]}, the restarted manager and its twin differ"
+        )
+        check_invariants(world, rig)
+    # release everything: the policy is back to where it started
+    for name in list(world.live):
+        rig.manager.remove_pod(world.live[name].pod())
+    assert [c for c in rig.manager.containers() if c.state.holds_resources] == []
+    assert rig.manager.describe() == initial[0]
+    assert list(rig.manager.topology_zones()) == initial[1]
+    fresh = Rig.fresh(machine_name, policy_config)
+    assert rig.manager.describe() == fresh.manager.describe()
+
+
+def workload_strategy(name: str, max_cpus: int, length: int) -> st.SearchStrategy[Any]:
+    return st.tuples(st.integers(0, 3), operations(machine(name), max_cpus, length))
+
+
+@pytest.mark.parametrize(("name", "max_cpus", "examples"), MACHINES)
+def test_random_workloads_keep_the_invariants(name: str, max_cpus: int, examples: int) -> None:
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(workload_strategy(name, max_cpus, 30))
+    def check(case: tuple[int, list[tuple[Any, ...]]]) -> None:
+        run_workload(name, *case)
+
+    check()
+
+
+def test_random_workloads_on_the_4096_cpu_machine() -> None:
+    @settings(
+        max_examples=5,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(workload_strategy("sparse-8s-4096", 16, 16))
+    def check(case: tuple[int, list[tuple[Any, ...]]]) -> None:
+        run_workload("sparse-8s-4096", *case)
+
+    check()
+
+
+def _all_units_cover_their_nodes() -> Iterator[str]:
+    for name in ("box-16", "server-112-pmem", "hbm-cxl"):
+        for unit in units(name):
+            if not unit.nodes:
+                yield f"{name}: {unit.name} has no nodes"
+
+
+def test_the_oracle_units_are_sound() -> None:
+    """The test's own topology model: every unit has nodes; PMEM/HBM attach as the
+    catalogue says (server-112-pmem: 4 -> node 0, 5 -> node 2)."""
+    assert list(_all_units_cover_their_nodes()) == []
+    m = machine("server-112-pmem")
+    node0 = next(u for u in units("server-112-pmem") if u.name == "node 0")
+    assert memory_of(m, node0, frozenset({MemoryType.DRAM, MemoryType.PMEM})) == CPUSet.of(0, 4)
+    hbm = machine("hbm-cxl")
+    node1 = next(u for u in units("hbm-cxl") if u.name == "node 1")
+    assert memory_of(hbm, node1, frozenset({MemoryType.HBM})) == CPUSet.of(5)
+    assert memory_of(hbm, node1, frozenset({MemoryType.DRAM, MemoryType.PMEM})) == CPUSet.of(1)
