@@ -4,7 +4,9 @@ For each catalogue machine, state store and population size N, a fresh pipeline 
 with the topology-aware policy and synchronized with N running containers of mixed QoS
 (BestEffort, Burstable, Guaranteed fractional and integer, a few kube-system). Then ``--cycles``
 new pods go through run-pod / create / post-create / start / post-start / stop / remove /
-remove-pod, so the population stays at N; every call is timed (wall clock, microseconds).
+remove-pod, so the population stays at N; every call is timed, in microseconds, by the wall
+clock and by the calling thread's CPU time (which leaves out the time the process waited for a
+CPU: on a shared machine the wall-clock p99 is mostly other processes' time slices).
 Separately, a fresh pipeline synchronizes ``--sync-containers`` new running containers at once
 (the runtime's Synchronize after the plugin connects), ``--sync-runs`` times.
 
@@ -290,6 +292,7 @@ class Result:
     store: str
     running: int
     timings: dict[str, list[float]]
+    cpu: dict[str, list[float]]
     by_kind: dict[str, list[float]]
     audits: dict[str, UpdateAudit]
     errors: list[str]
@@ -301,12 +304,14 @@ class Profiler:
 
     def __init__(self, enabled: bool) -> None:
         self.profile = cProfile.Profile() if enabled else None
+        self.used = False
 
     @contextmanager
     def on(self, wanted: bool = True) -> Iterator[None]:
         if self.profile is None or not wanted:
             yield
             return
+        self.used = True
         self.profile.enable()
         try:
             yield
@@ -314,7 +319,7 @@ class Profiler:
             self.profile.disable()
 
     def report(self, title: str, top: int) -> None:
-        if self.profile is None:
+        if self.profile is None or not self.used:
             return
         for order in ("tottime", "cumulative"):
             out = io.StringIO()
@@ -360,15 +365,17 @@ def run_cycles(
         bench.log.notices.clear()
 
         timings: dict[str, list[float]] = {}
+        cpu: dict[str, list[float]] = {}
         by_kind: dict[str, list[float]] = {k: [] for k in KINDS}
         audits = {op: UpdateAudit() for op in ("create", "stop", "remove")}
 
         profiling = False  # set per cycle: is this cycle's container of a profiled kind
 
         def timed(op: str, fn: Callable[..., object], *args: object) -> object:
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.thread_time()
             with profiler.on(profiling and op in profile_ops):
                 out = fn(*args)
+            cpu.setdefault(op, []).append((time.thread_time() - cpu_start) * 1e6)
             timings.setdefault(op, []).append((time.perf_counter() - start) * 1e6)
             return out
 
@@ -401,30 +408,33 @@ def run_cycles(
             bench.log.decisions.clear()
         errors += errors_of(bench.log)
         bench.close()
-    return Result(name, store_kind, running, timings, by_kind, audits, errors, note)
+    return Result(name, store_kind, running, timings, cpu, by_kind, audits, errors, note)
 
 
 def run_sync(
     policy: str, machine: Machine, store_kind: str, count: int, runs: int, profiler: Profiler
-) -> tuple[list[float], list[str], str]:
-    """Milliseconds of each Synchronize of ``count`` new containers into a fresh pipeline."""
+) -> tuple[list[float], list[float], list[str], str]:
+    """Milliseconds (wall, thread CPU) of each Synchronize of ``count`` new containers into a
+    fresh pipeline, error notices and a note."""
     capacity = memory_capacity(machine)
     pods, containers, _, millis = workload(count, "sync", capacity)
     times: list[float] = []
+    cpu_times: list[float] = []
     errors: list[str] = []
     note = ""
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="nrirp-bench-ta-sync-") as directory:
             bench = new_bench(policy, machine, store_kind, directory)
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.thread_time()
             with profiler.on():
                 bench.manager.synchronize(pods, containers)
+            cpu_times.append((time.thread_time() - cpu_start) * 1e3)
             times.append((time.perf_counter() - start) * 1e3)
             got = sum(1 for c in bench.manager.containers() if c.resources.cpus is not None)
             note = f"{got}/{count} got a cpuset; requesting {millis / 1000:.1f} CPUs"
             errors += errors_of(bench.log)
             bench.close()
-    return times, errors, note
+    return times, cpu_times, errors, note
 
 
 # ---------------------------------------------------------------- reporting
@@ -432,11 +442,16 @@ def run_sync(
 
 def print_result(r: Result) -> None:
     print(f"\n{r.machine}  store={r.store}  {r.note}")
-    print(f"  {'operation':<12} {'p50 us':>9} {'p90 us':>9} {'p99 us':>9} {'max us':>9} {'n':>5}")
+    print(
+        f"  {'operation':<12} {'p50 us':>9} {'p90 us':>9} {'p99 us':>9} {'max us':>9} "
+        f"{'cpu p50':>9} {'cpu p99':>9} {'n':>5}"
+    )
     for op, values in r.timings.items():
+        cpu = r.cpu[op]
         print(
             f"  {op:<12} {pct(values, 0.5):>9.0f} {pct(values, 0.9):>9.0f} "
-            f"{pct(values, 0.99):>9.0f} {max(values):>9.0f} {len(values):>5}"
+            f"{pct(values, 0.99):>9.0f} {max(values):>9.0f} {pct(cpu, 0.5):>9.0f} "
+            f"{pct(cpu, 0.99):>9.0f} {len(values):>5}"
         )
     kinds = [
         f"{k} {len(v)}x p50 {statistics.median(v):.0f} max {max(v):.0f}"
@@ -477,11 +492,16 @@ def main() -> int:
         help="operations to profile (default: create; also stop, remove, post-start, ...)",
     )  # fmt: skip
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--clock", choices=("wall", "cpu"), default="wall",
+        help="what --check compares with the targets: wall-clock time (default) or the "
+        "thread's CPU time (on a machine other processes keep busy)",
+    )  # fmt: skip
     args = parser.parse_args()
 
     failures: list[str] = []
-    summary: list[tuple[str, str, int, float, float, float]] = []
-    syncs: list[tuple[str, str, float, float, str]] = []
+    summary: list[tuple[str, str, int, float, float, float, float, float]] = []
+    syncs: list[tuple[str, str, float, float, float, str]] = []
     for name in args.machines:
         machine = expected_machine(load_machine(name))
         for store_kind in args.stores:
@@ -493,15 +513,17 @@ def main() -> int:
                 )  # fmt: skip
                 print_result(r)
                 profiler.report(f"{name} {store_kind} {running} running", args.profile)
-                create = r.timings["create"]
+                create, create_cpu = r.timings["create"], r.cpu["create"]
                 summary.append(
-                    (name, store_kind, running, pct(create, 0.5), pct(create, 0.99), max(create))
-                )
+                    (name, store_kind, running, pct(create, 0.5), pct(create, 0.99), max(create),
+                     pct(create_cpu, 0.5), pct(create_cpu, 0.99))
+                )  # fmt: skip
                 target = CREATE_P99_TARGET_US.get(name)
-                if running == CREATE_TARGET_RUNNING and target and pct(create, 0.99) >= target:
+                checked = pct(create if args.clock == "wall" else create_cpu, 0.99)
+                if running == CREATE_TARGET_RUNNING and target and checked >= target:
                     failures.append(
-                        f"{name} {store_kind} {running} running: create p99 "
-                        f"{pct(create, 0.99):.0f} us >= {target:.0f} us"
+                        f"{name} {store_kind} {running} running: create p99 ({args.clock}) "
+                        f"{checked:.0f} us >= {target:.0f} us"
                     )
                 for op, audit in r.audits.items():
                     if not audit.ok:
@@ -510,18 +532,18 @@ def main() -> int:
                     failures.append(f"{name} {store_kind} {running}: {len(r.errors)} errors")
             if not args.no_sync:
                 profiler = Profiler(args.profile > 0)
-                times, errors, note = run_sync(
+                times, cpu_times, errors, note = run_sync(
                     args.policy, machine, store_kind, args.sync_containers, args.sync_runs,
                     profiler,
                 )  # fmt: skip
                 profiler.report(f"{name} {store_kind} sync", args.profile)
-                syncs.append((name, store_kind, statistics.median(times), min(times), note))
-                if args.sync_containers >= SYNC_TARGET_CONTAINERS and (
-                    statistics.median(times) >= SYNC_TARGET_MS
-                ):
+                median, cpu_median = statistics.median(times), statistics.median(cpu_times)
+                syncs.append((name, store_kind, median, min(times), cpu_median, note))
+                checked = median if args.clock == "wall" else cpu_median
+                if args.sync_containers >= SYNC_TARGET_CONTAINERS and checked >= SYNC_TARGET_MS:
                     failures.append(
                         f"{name} {store_kind}: Synchronize of {args.sync_containers} median "
-                        f"{statistics.median(times):.1f} ms >= {SYNC_TARGET_MS:.0f} ms"
+                        f"({args.clock}) {checked:.1f} ms >= {SYNC_TARGET_MS:.0f} ms"
                     )
                 if errors:
                     failures.append(f"{name} {store_kind} sync: {len(errors)} errors: {errors[0]}")
@@ -529,22 +551,25 @@ def main() -> int:
     print(f"\nCreateContainer decision time ({args.policy}, {args.cycles} creates per row, us)")
     print(
         f"  {'machine':<17} {'store':<7} {'running':>7} {'p50':>8} {'p99':>8} {'max':>8} "
-        f"{'p99 target':>11}"
+        f"{'cpu p50':>8} {'cpu p99':>8} {'p99 target':>11}"
     )
-    for name, store_kind, running, p50, p99, top in summary:
+    for name, store_kind, running, p50, p99, top, cpu50, cpu99 in summary:
         target = CREATE_P99_TARGET_US.get(name)
         shown = f"< {target:.0f}" if target and running == CREATE_TARGET_RUNNING else ""
         print(
             f"  {name:<17} {store_kind:<7} {running:>7} {p50:>8.0f} {p99:>8.0f} {top:>8.0f} "
-            f"{shown:>11}"
+            f"{cpu50:>8.0f} {cpu99:>8.0f} {shown:>11}"
         )
     if syncs:
         print(
             f"\nSynchronize of {args.sync_containers} new containers "
             f"({args.sync_runs} runs, ms; target < {SYNC_TARGET_MS:.0f})"
         )
-        for name, store_kind, median, best, note in syncs:
-            print(f"  {name:<17} {store_kind:<7} median {median:>7.1f}  min {best:>7.1f}  {note}")
+        for name, store_kind, median, best, cpu_median, note in syncs:
+            print(
+                f"  {name:<17} {store_kind:<7} median {median:>7.1f}  min {best:>7.1f}  "
+                f"cpu median {cpu_median:>7.1f}  {note}"
+            )
     if failures:
         print("\nmissed:" if args.check else "\nnot met:")
         for failure in failures:
