@@ -15,7 +15,7 @@ Coverage (reference-policies.md §2 annotations, suffix ``.resource-policy.nri.i
 | `prefer-isolated-cpus` (both ways) | test_isolation |
 | `require-isolated-cpus` | test_isolation |
 | `prefer-shared-cpus` (both ways) | test_cpu_preferences |
-| `prefer-reserved-cpus` true; false (xfail: policy bug) | test_reserved_*, test_kube_system_* |
+| `prefer-reserved-cpus` true; false | test_reserved_*, test_kube_system_* |
 | `prefer-cpu-priority` | test_cpu_priority |
 | `memory-type` dram / pmem / mixed / default | test_memory_types_pmem |
 | `memory-type` hbm, `dram,hbm` | test_memory_types_hbm |
@@ -314,11 +314,6 @@ def test_reserved_pool_namespaces_and_annotation(capsys: pytest.CaptureFixture[s
     expect_steps(doc, RESERVED, steps=5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="policy bug: prefer-reserved-cpus: 'false' does not take a kube-system container "
-    "off the reserved CPUs (the reference's explicit annotation overrides the namespace)",
-)
 def test_kube_system_container_declines_the_reserved_cpus(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -38,6 +38,11 @@ def test_reserved_pool_namespaces_globs_and_prefer_reserved_annotation() -> None
     assert rig.cpus(a) == reserved and rig.kind(a) == "reserved"
     assert rig.kind(b) == "shared" and not rig.cpus(b) & reserved
     assert rig.cpus(c) == reserved
+    # an explicit "false" takes a kube-system container off the reserved CPUs
+    _, d, _ = rig.run(
+        "d", cpu=200, namespace="kube-system", annotations=anno("prefer-reserved-cpus", "false")
+    )
+    assert rig.kind(d) == "shared" and not rig.cpus(d) & reserved
 
 
 def test_besteffort_burstable_and_small_guaranteed_share() -> None:
@@ -218,10 +223,34 @@ def test_memory_too_big_for_any_pool_is_refused() -> None:
     assert rig.alloc.grants == {}
 
 
+NEAR_A = """
+c:
+- scope: {key: pod/namespace, operator: Equals, values: [default]}
+  match: {key: pod/name, operator: Equals, values: [a]}
+  weight: 1000
+"""
+
+
 def test_memory_pinned_to_the_pool_nodes_and_widened_when_overcommitted() -> None:
-    rig = make_rig("box-16")
+    rig = make_rig("box-16")  # 4 GiB per node
     _, a, _ = rig.run("a", "Guaranteed", cpu=1000, memory=3 * GiB)
-    node = rig.mems(a)
-    assert len(node) == 1
     pool = rig.alloc.tree.by_name(rig.pool(a))
-    assert pool is not None and pool.mems == node
+    assert pool is not None and rig.mems(a) == pool.mems and len(pool.mems) == 1
+    # affinity puts b in the same pool; 6 GiB do not fit in one 4 GiB node
+    pod_b, b, result = rig.run(
+        "b",
+        "Guaranteed",
+        cpu=1000,
+        memory=3 * GiB,
+        annotations={"resource-policy.nri.io/affinity": NEAR_A},
+    )
+    assert rig.pool(b) == rig.pool(a)
+    widened = {c.id: rig.mems(c) for c in (a, b) if len(rig.mems(c)) > 1}
+    assert widened, "one of them must have been widened"
+    assert all(pool.mems < mems for mems in widened.values())
+    if a.id in widened:
+        assert {u.container_id for u in result.updates} == {a.id}
+    # b leaves: a is back on its own node
+    rig.stop(pod_b, b)
+    assert rig.mems(a) == pool.mems
+    assert rig.tags(a)["topology-aware.memory"] == str(pool.mems)

@@ -270,8 +270,10 @@ def _cpu_request(
 ) -> CPURequest:
     if preserve:
         return CPURequest(CPUKind.PRESERVE, shared=request, limit=limit)
-    prefer_reserved = reader.get_bool(PREFER_RESERVED, False)
-    if prefer_reserved or is_reserved_namespace(namespace, spec.reserved_pool_namespaces):
+    prefer_reserved = reader.get_optional_bool(PREFER_RESERVED)
+    if prefer_reserved is None:
+        prefer_reserved = is_reserved_namespace(namespace, spec.reserved_pool_namespaces)
+    if prefer_reserved:
         return CPURequest(CPUKind.RESERVED, shared=request, limit=limit)
     if qos is QOSClass.BESTEFFORT:
         return CPURequest(CPUKind.SHARED, shared=0)
