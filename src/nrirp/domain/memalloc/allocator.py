@@ -62,7 +62,7 @@ class MemoryAllocator:
         self._machine = machine
         self._known = known.bits
         self._nodes = MemoryNodes(machine, usable)
-        self._ledger = DemandLedger(union_limit=union_limit)
+        self._ledger = DemandLedger(self._nodes.node_capacity, union_limit=union_limit)
         self._placed: dict[str, _Placed] = {}
         self._widened: dict[str, None] = {}
         self._journal: list[tuple[str, _Placed | None]] = []
@@ -215,9 +215,8 @@ class MemoryAllocator:
     def _relax(self, request: MemoryRequest, touched: int) -> bool:
         """Widen allocations until no node set containing ``touched`` is overcommitted;
         True when anything was widened."""
-        nodes = self._nodes
         widened = False
-        while over := self._ledger.overcommit(nodes.capacity, nodes.node_capacity, touched):
+        while over := self._ledger.overcommit(touched):
             movers = self._movers(over)
             if movers is None:
                 raise MemoryAllocationError(
@@ -277,18 +276,40 @@ class MemoryAllocator:
         )
 
     def _shrink_back(self) -> None:
-        """Move widened owners (oldest first) to the narrowest step of their widening chain
-        that keeps everything within capacity."""
+        """Move widened owners, smallest first (then oldest), to the narrowest step of their
+        widening chain that keeps everything within capacity.
+
+        A successful move only adds demand, so within one pass a step that an owner could not
+        take stays out of reach for every owner of the same zone, types and preferred zone
+        that is at least as large: those are skipped without testing.
+        """
         nodes = self._nodes
-        for owner in sorted(self._widened, key=lambda o: self._placed[o].seq):
+        failed: dict[tuple[int, int, int, int], int] = {}  # (zone, pref, allowed, step) -> size
+        order = sorted(
+            self._widened, key=lambda o: (self._placed[o].request.size, self._placed[o].seq)
+        )
+        for owner in order:
             placed = self._placed[owner]
+            size = placed.request.size
             for step in nodes.chain(placed.preferred, placed.allowed):
                 if step == placed.zone or step & ~placed.zone:
                     break  # steps from here on are not narrower than the current zone
-                self._move(owner, step)
-                if self._ledger.overcommit(nodes.capacity, nodes.node_capacity, step) is None:
+                key = (placed.zone, placed.preferred, placed.allowed, step)
+                if size >= failed.get(key, size + 1):
+                    continue
+                if self._fits_move(placed, step):
+                    self._move(owner, step)
                     break
-                self._undo_last()
+                failed[key] = size
+
+    def _fits_move(self, placed: _Placed, step: int) -> bool:
+        """Would moving ``placed`` to the narrower ``step`` keep everything within capacity?"""
+        fits = self._ledger.narrowing_fits(placed.zone, step, placed.request.size)
+        if fits is None:  # a zone not in use yet: it adds new unions, so try the move
+            self._move(placed.request.owner, step)
+            fits = self._ledger.overcommit(step) is None
+            self._undo_last()
+        return fits
 
     # ---------------------------------------------------------------- bookkeeping
     def _attach(self, request: MemoryRequest, preferred: int, allowed: int, zone: int) -> None:
