@@ -7,13 +7,14 @@ Each machine gets ``--owners`` allocations in pool-like zones (single nodes, die
 the whole machine; DRAM, DRAM+PMEM and PMEM-only requests on the PMEM machine) whose sizes
 average 60% of the DRAM over the owners (uniform from 1/8 to 15/8 of that). Then ``--ops``
 times: offer, allocate and release one more request drawn the same way, so the state stays as
-it was. ``pressure`` first fills every DRAM node to 37% with one allocation, so nodes run at
-~97% and allocations widen others and releases shrink them back.
+it was. ``pressure`` then gives every DRAM node a filler of 97% of the room left in it, so
+allocations widen others and releases shrink them back.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import statistics
 import time
@@ -69,12 +70,14 @@ def run(name: str, owners: int, ops: int, seed: int, pressure: bool) -> None:
     alloc = MemoryAllocator(m)
     dram = m.nodes_of_type(MemoryType.DRAM)
     mean = sum(m.memory_bytes(n) for n in dram) * 60 // 100 // owners
-    if pressure:
-        for n in dram:
-            cap = m.memory_bytes(n)
-            alloc.allocate(MemoryRequest(f"fill-{n}", cap * 37 // 100, CPUSet.of(n), DRAM))
     for i in range(owners):
         alloc.allocate(draw_request(rnd, f"c{i}", zones, pmem, mean))
+    if pressure:  # fill what is left of every DRAM node to 97%: the fillers crowd the others
+        for n in dram:
+            node = CPUSet.of(n)
+            room = alloc.capacity(node) - alloc.usage(node)
+            with contextlib.suppress(MemoryAllocationError):
+                alloc.allocate(MemoryRequest(f"fill-{n}", room * 97 // 100, node, DRAM))
     setup_widened = len(alloc.widened())
     offer_us: list[float] = []
     alloc_us: list[float] = []

@@ -9,6 +9,7 @@ import attrs
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.memalloc.errors import MemoryAllocationError
 from nrirp.domain.memalloc.ledger import UNION_LIMIT, DemandLedger, Overcommit
+from nrirp.domain.memalloc.movable import Entry, MovableIndex, smallest_at_least
 from nrirp.domain.memalloc.nodes import MemoryNodes
 from nrirp.domain.memalloc.request import (
     MemoryAllocation,
@@ -38,6 +39,10 @@ class _Mover:
     target: int
 
 
+def _entry(placed: _Placed) -> Entry:
+    return (placed.request.size, -placed.seq, placed.request.owner)
+
+
 class MemoryAllocator:
     """Accounts memory per owner in zones (sets of NUMA nodes) and keeps every zone within
     its capacity by widening allocations toward their nearest nodes ("dynamic memory
@@ -65,6 +70,7 @@ class MemoryAllocator:
         self._ledger = DemandLedger(self._nodes.node_capacity, union_limit=union_limit)
         self._placed: dict[str, _Placed] = {}
         self._widened: dict[str, None] = {}
+        self._movable = MovableIndex()
         self._journal: list[tuple[str, _Placed | None]] = []
         self._seq = 0
 
@@ -235,30 +241,35 @@ class MemoryAllocator:
         """The allocations to widen out of ``over.nodes``: the fewest (largest first), the last
         one the smallest that suffices; equal sizes move the newest first. None: not enough can
         move."""
-        escapes: dict[tuple[int, int], int | None] = {}
-        pool: list[_Mover] = []
-        for zone, owner in self._ledger.owners_within(over.nodes):
-            placed = self._placed[owner]
-            if placed.request.strict or not placed.request.size:
-                continue
-            key = (zone, placed.allowed)
-            if key not in escapes:
-                escapes[key] = self._nodes.escape(zone, placed.allowed, over.nodes)
-            target = escapes[key]
+        groups = []
+        for zone, allowed, entries in self._movable.within(over.nodes):
+            target = self._nodes.escape(zone, allowed, over.nodes)
             if target is not None:
-                pool.append(_Mover(placed.request.size, -placed.seq, owner, target))
-        pool.sort(key=lambda m: (m.size, m.newest, m.owner))
-        sizes = [m.size for m in pool]
+                groups.append((target, entries))
+        # usually one allocation suffices (the newcomer at least, when all fitted before it)
+        best: tuple[Entry, int] | None = None
+        for target, entries in groups:
+            entry = smallest_at_least(entries, over.excess)
+            if entry is not None and (best is None or entry < best[0]):
+                best = (entry, target)
+        if best is not None:
+            (size, newest, owner), target = best
+            return [_Mover(size, newest, owner, target)]
+        pool = sorted(
+            (size, newest, owner, target)
+            for target, entries in groups
+            for size, newest, owner in entries
+        )
+        sizes = [m[0] for m in pool]
         chosen: list[_Mover] = []
         remaining = over.excess
         while remaining > 0 and pool:
             at = bisect.bisect_left(sizes, remaining)
             if at == len(pool):  # nothing suffices alone: the largest (newest of equals)
                 at = bisect.bisect_left(sizes, sizes[-1])
-            mover = pool.pop(at)
+            chosen.append(_Mover(*pool.pop(at)))
             del sizes[at]
-            chosen.append(mover)
-            remaining -= mover.size
+            remaining -= chosen[-1].size
         return chosen if remaining <= 0 else None
 
     def _why_stuck(self, request: MemoryRequest, over: Overcommit) -> str:
@@ -331,11 +342,15 @@ class MemoryAllocator:
         self._ledger.add(placed.zone, owner, placed.request.size)
         if placed.zone != placed.preferred:
             self._widened[owner] = None
+        if placed.request.size and not placed.request.strict:
+            self._movable.add(placed.zone, placed.allowed, _entry(placed))
 
     def _take(self, owner: str) -> _Placed:
         placed = self._placed.pop(owner)
         self._ledger.remove(placed.zone, owner, placed.request.size)
         self._widened.pop(owner, None)
+        if placed.request.size and not placed.request.strict:
+            self._movable.remove(placed.zone, placed.allowed, _entry(placed))
         return placed
 
     def _undo_last(self) -> None:

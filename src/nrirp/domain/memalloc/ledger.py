@@ -10,7 +10,7 @@ family whose unions number more than ``union_limit`` falls back to the exact flo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 
@@ -114,13 +114,6 @@ class DemandLedger:
     def demand(self, nodes: int) -> int:
         """Bytes accounted to zones inside ``nodes``."""
         return sum(b for z, b in self.usage.items() if z & ~nodes == 0)
-
-    def owners_within(self, nodes: int) -> Iterator[tuple[int, str]]:
-        """(zone, owner) of every allocation whose zone lies inside ``nodes``."""
-        for zone, members in self.members.items():
-            if zone & ~nodes == 0:
-                for owner in members:
-                    yield zone, owner
 
     def overcommit(self, touched: int = 0) -> Overcommit | None:
         """The smallest overcommitted node set containing ``touched`` (0: any), or None.
