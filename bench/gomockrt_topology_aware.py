@@ -39,6 +39,7 @@ import argparse
 import json
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -51,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.gomockrt import GomockrtBuildError, build_gomockrt
 
 from nrirp.adapters.fakehw import expected_machine, load_machine, resolve, write_sysfs
+from nrirp.adapters.fakehw.discovery import scratch_dir
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.topology import Machine
 
@@ -198,7 +200,11 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--max-ratio", type=float, default=5.0, help="fail above this ratio")
-    parser.add_argument("--workdir", type=Path, help="keep trees, JSON outputs and logs here")
+    parser.add_argument(
+        "--workdir", type=Path,
+        help="keep the sysfs tree, state dirs, JSON outputs and logs here (default: a temporary "
+        "directory that keeps only the JSON outputs and logs)",
+    )  # fmt: skip
     parser.add_argument("--policy", default="topology-aware", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -207,7 +213,12 @@ def main() -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     spec = load_machine(args.machine)
     machine = expected_machine(spec)
-    tree = workdir / f"sysfs-{args.machine}"
+    if args.workdir is None:
+        # over 100k tiny files for sparse-8s-4096: on tmpfs when there is one, to write and
+        # remove them fast
+        tree = Path(tempfile.mkdtemp(prefix="gomockrt-ta-sysfs-", dir=scratch_dir())) / "sys"
+    else:
+        tree = workdir / f"sysfs-{args.machine}"
     if not tree.exists():
         write_sysfs(resolve(spec, f"machine {spec.name}"), tree)
     config = workdir / f"{args.policy}.yaml"
@@ -292,6 +303,11 @@ def main() -> int:
     )
     for variant, s50, s99, d50, d99, ratio in rows:
         print(f"  {variant:<11}{s50:>10.1f}{s99:>10.1f}{d50:>12.1f}{d99:>12.1f}{ratio:>11.2f}")
+    if args.workdir is None:
+        # the sysfs tree (670 MB for sparse-8s-4096) and the state dirs; JSON and logs stay
+        shutil.rmtree(tree.parent, ignore_errors=True)
+        for state in workdir.glob("state-*"):
+            shutil.rmtree(state, ignore_errors=True)
     print(f"raw outputs: {workdir}")
     if failures:
         print("FAIL:")
