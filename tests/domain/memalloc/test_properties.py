@@ -292,6 +292,7 @@ def test_releasing_everything_returns_to_the_empty_state(scenario: Scenario, rnd
     assert snapshot(alloc) == empty
     assert alloc._ledger.usage == {} and alloc._ledger.members == {}
     assert alloc._placed == {} and alloc._widened == {} and alloc._journal == []
+    assert not alloc._movable
 
 
 @settings(max_examples=80, deadline=None)
