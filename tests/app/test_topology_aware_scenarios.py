@@ -46,6 +46,7 @@ Coverage (reference-policies.md §2 annotations, suffix ``.resource-policy.nri.i
 | `schedulingClasses`, `namespaceSchedulingClasses`, `podQoSSchedulingClasses` | test_classes |
 | `cpuClasses`, `{shared,reserved}PoolCPUClass`, `defaultExclusiveCPUClass` | test_classes |
 | reconfiguration (kept, moved, refused, invalid) | test_reconfigure |
+| reconfiguration bugs (xfail, reasons in the markers) | test_reconfigure_{moves,never}_* |
 | a whole custom resource as the config | test_reserved_pool_namespaces_and_annotation |
 | `irq-affinity` (recorded as a tag) | test_classes |
 | `controllableInterrupts` | not here: only kept for a future IRQ adapter |
@@ -592,6 +593,56 @@ def test_reconfigure(capsys: pytest.CaptureFixture[str]) -> None:
     assert "default/db/postgres" not in last
     grown = ("4-7", "1") if moved["default/be/app"] == ("6-7", "1") else ("2-3", "0")
     assert last["default/be/app"] == grown
+
+
+TAKEOVER_ORDER = (
+    "policy bug: a reconfiguration takes containers over in cache order, so one that must "
+    "move can take the CPUs of one that could have kept them"
+)
+SHRUNK_POOL = (
+    "policy bug: a reconfiguration keeps shared containers in a pool whose shared CPUs no "
+    "longer hold their requests"
+)
+RESERVED_MOVED = (
+    "policy bug: a reconfiguration that moves the reserved CPUs to another node leaves "
+    "reserved containers in their old pool, with the old node's memory"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=TAKEOVER_ORDER)
+def test_reconfigure_moves_only_what_lost_its_cpus(capsys: pytest.CaptureFixture[str]) -> None:
+    """b (on 15) loses its CPU; c (on 14) could keep its one: c stays, b moves to a shared
+    CPU. The policy moves b to 14 and c to 1."""
+    doc = simulate(capsys, "reconfigure-order.yaml", "single16.yaml", SINGLE)
+    assert placements(doc, 4) == {"default/b/app": ("15", "0"), "default/c/app": ("14", "0")}
+    assert placements(doc, 5) == {"default/b/app": ("1", "0"), "default/c/app": ("14", "0")}
+
+
+@pytest.mark.xfail(strict=True, reason=SHRUNK_POOL)
+def test_reconfigure_never_overcommits_a_pool(capsys: pytest.CaptureFixture[str]) -> None:
+    """Socket #0's shared CPUs drop from 5 to 4 under y/c1's 4.5 CPUs: y/c1 must move (the
+    root pool has room) or the configuration be refused. The policy keeps it on 4 CPUs."""
+    doc = simulate(capsys, "reconfigure-capacity.yaml", "box16.yaml")
+    before = placements(doc, 2)
+    assert before["default/y/c1"] == ("1-3,6-7", "0-1")
+    after = placements(doc, 3)
+    if step_of(doc, 3)["ok"]:
+        cpus = after["default/y/c1"][0]
+        assert cpus is not None and len(CPUSet.parse(cpus)) >= 5, after
+    else:
+        assert after == before
+
+
+@pytest.mark.xfail(strict=True, reason=RESERVED_MOVED)
+def test_reconfigure_moves_reserved_containers_with_their_memory(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The reserved CPU moves from node 0 to node 1: coredns gets CPU 4 and node 1's memory.
+    The policy leaves it in NUMA node #0's pool: CPU 4 with node 0's memory."""
+    doc = simulate(capsys, "reconfigure-reserved.yaml", "box16.yaml")
+    all_as_expected(doc)
+    assert placements(doc, 1) == {"kube-system/coredns/coredns": ("0", "0")}
+    assert placements(doc, 2) == {"kube-system/coredns/coredns": ("4", "1")}
 
 
 # ====================================================================== classes

@@ -30,11 +30,11 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from nrirp.adapters.fakehw import expected_machine, load_machine, spec_from_data, spec_to_data
-from nrirp.adapters.memory import InMemoryStateStore
+from nrirp.adapters.memory import InMemoryStateStore, RecordingRuntimeUpdates
 from nrirp.adapters.nri.simruntime.kubelet import (
     Resources,
     milli_cpu_to_quota,
@@ -45,7 +45,14 @@ from nrirp.adapters.nri.simruntime.kubelet import (
 )
 from nrirp.domain.config import PolicyConfig, load_policy_config
 from nrirp.domain.cpuset import CPUSet
-from nrirp.domain.model import Container, ContainerState, LinuxResources, Pod, QOSClass
+from nrirp.domain.model import (
+    Container,
+    ContainerState,
+    LinuxResources,
+    Pod,
+    QOSClass,
+    Update,
+)
 from nrirp.domain.pipeline import OperationFailedError, ResourceManager
 from nrirp.domain.policies import builtin_registry
 from nrirp.domain.topology import Machine, MemoryType
@@ -74,6 +81,10 @@ def machine(name: str) -> Machine:
     if name == "box-16-isolated":
         return _isolated_box()
     return expected_machine(load_machine(name))
+
+
+def smallest_dram_node(m: Machine) -> int:
+    return min(m.nodes[n].memory_bytes for n in m.cpu_nodes)
 
 
 def memory_capacity(m: Machine) -> int:
@@ -149,13 +160,14 @@ class PodSpec:
     name: str
     namespace: str
     containers: tuple[CtrSpec, ...]
+    annotations: Mapping[str, str] = attrs.field(factory=dict)
 
     @property
     def qos(self) -> QOSClass:
         return pod_qos(c.resources() for c in self.containers)
 
     def pod(self) -> Pod:
-        annotations: dict[str, str] = {}
+        annotations: dict[str, str] = dict(self.annotations)
         for ctr in self.containers:
             for key, value in ctr.annotations.items():
                 annotations[f"{key}.{DOMAIN}/container.{ctr.name}"] = value
@@ -217,7 +229,10 @@ def memory_type_choices(m: Machine) -> list[str]:
 
 @st.composite
 def containers(draw: st.DrawFn, name: str, kind: str, m: Machine, max_cpus: int) -> CtrSpec:
-    memory = draw(st.integers(1, 64)) * MiB  # small: no memory widening (see module doc)
+    if draw(st.integers(0, 5)) == 0:  # now and then a big one: memory pressure, widening
+        memory = smallest_dram_node(m) * draw(st.integers(10, 60)) // 100
+    else:
+        memory = draw(st.integers(1, 64)) * MiB
     if kind == "besteffort":
         spec = CtrSpec(name, kind)
     elif kind == "burstable":
@@ -253,14 +268,31 @@ def pods(draw: st.DrawFn, index: int, m: Machine, max_cpus: int) -> PodSpec:
     for i in range(count):
         # a pod's QoS comes from all its containers: keep them of one kind
         ctrs.append(draw(containers(f"c{i}", kind, m, max_cpus)))
-    return PodSpec(f"p{index}", namespace, tuple(ctrs))
+    annotations: dict[str, str] = {}
+    if draw(st.integers(0, 3)) == 0:
+        # an affinity or anti-affinity of the first container to a pod created earlier
+        key = draw(st.sampled_from(["affinity", "anti-affinity"]))
+        other = draw(st.integers(0, max(0, index - 1)))
+        weight = draw(st.sampled_from([1, 10, 100, 1000]))
+        annotations[f"{DOMAIN}/{key}"] = (
+            "c0:\n"
+            "  - scope: {key: namespace, operator: Exists}\n"
+            f"    match: {{key: pod/name, operator: Equals, values: [p{other}]}}\n"
+            f"    weight: {weight}\n"
+        )
+    return PodSpec(f"p{index}", namespace, tuple(ctrs), annotations)
 
 
 @st.composite
-def operations(draw: st.DrawFn, m: Machine, max_cpus: int, length: int) -> list[tuple[Any, ...]]:
+def operations(
+    draw: st.DrawFn, m: Machine, max_cpus: int, length: int, reconfigure: bool
+) -> list[tuple[Any, ...]]:
+    kinds = ["create", "create", "create", "resize", "delete", "restart"]
+    if reconfigure:
+        kinds += ["reconfigure", "reconfigure"]
     ops: list[tuple[Any, ...]] = []
     for index in range(draw(st.integers(1, length))):
-        what = draw(st.sampled_from(["create", "create", "create", "resize", "delete", "restart"]))
+        what = draw(st.sampled_from(kinds))
         if what == "create":
             ops.append(("create", draw(pods(index, m, max_cpus))))
         elif what == "resize":
@@ -274,8 +306,11 @@ def operations(draw: st.DrawFn, m: Machine, max_cpus: int, length: int) -> list[
             )
         elif what == "delete":
             ops.append(("delete", draw(st.integers(0, 99))))
+        elif what == "restart":
+            # the runtime may have lost a pod while the daemon was down
+            ops.append(("restart", draw(st.one_of(st.none(), st.integers(0, 99)))))
         else:
-            ops.append(("restart",))
+            ops.append(("reconfigure", draw(st.integers(0, 9))))
     return ops
 
 
@@ -297,7 +332,24 @@ def configs(m: Machine) -> list[dict[str, Any]]:
             "colocateNamespaces": True,
             "unlimitedBurstable": "numa",
         },
+        {
+            "reservedResources": {"cpu": f"cpuset:{first}"},
+            "reservedPoolNamespaces": ["monitor*"],
+            "preferIsolatedCPUs": False,
+            "unlimitedBurstable": "system",
+        },
     ]
+
+
+def reconfiguration_target(m: Machine, current: Mapping[str, Any], pick: int) -> dict[str, Any]:
+    """Another config that treats namespaces alike (what a container that changes groups
+    should become is left open by the reference; see the report)."""
+    same = [
+        c
+        for c in configs(m)
+        if reserved_pool_namespaces(c) == reserved_pool_namespaces(current) and c != current
+    ]
+    return same[pick % len(same)]
 
 
 def reserved_pool_namespaces(config: Mapping[str, Any]) -> list[str]:
@@ -312,25 +364,31 @@ class Rig:
     machine_name: str
     store: InMemoryStateStore
     manager: ResourceManager
+    sent: RecordingRuntimeUpdates
 
     @classmethod
     def fresh(cls, machine_name: str, config: PolicyConfig) -> Rig:
         store = InMemoryStateStore()
-        rig = cls(machine_name, store, new_manager(machine_name, store))
+        rig = cls.of(machine_name, store)
         rig.manager.start(config)
         return rig
 
+    @classmethod
+    def of(cls, machine_name: str, store: InMemoryStateStore) -> Rig:
+        sent = RecordingRuntimeUpdates()
+        manager = ResourceManager(
+            policy=builtin_registry().create(POLICY),
+            machine=machine(machine_name),
+            store=store,
+            updates=sent,
+        )
+        return cls(machine_name, store, manager, sent)
+
     def restarted(self) -> Rig:
         """A new manager and policy from the saved state (the daemon after kill -9)."""
-        manager = new_manager(self.machine_name, self.store)
-        manager.start()
-        return Rig(self.machine_name, self.store, manager)
-
-
-def new_manager(machine_name: str, store: InMemoryStateStore) -> ResourceManager:
-    return ResourceManager(
-        policy=builtin_registry().create(POLICY), machine=machine(machine_name), store=store
-    )
+        rig = Rig.of(self.machine_name, self.store)
+        rig.manager.start()
+        return rig
 
 
 def allocations(manager: ResourceManager) -> dict[str, tuple[Any, ...]]:
@@ -340,6 +398,10 @@ def allocations(manager: ResourceManager) -> dict[str, tuple[Any, ...]]:
         for c in manager.containers()
         if c.state.holds_resources
     }
+
+
+def placements(manager: ResourceManager) -> dict[str, tuple[Any, ...]]:
+    return {cid: (cpus, mems) for cid, (cpus, mems, _) in allocations(manager).items()}
 
 
 def observable(manager: ResourceManager) -> tuple[Any, ...]:
@@ -353,7 +415,7 @@ def observable(manager: ResourceManager) -> tuple[Any, ...]:
 
 @attrs.define
 class World:
-    """The pods a run has created (by the spec the test knows) and the rigs running them."""
+    """The pods a run has created (by the spec the test knows) and the config in force."""
 
     machine_name: str
     config: dict[str, Any]
@@ -365,20 +427,41 @@ class World:
         return machine(self.machine_name)
 
 
-def apply(world: World, rig: Rig, op: tuple[Any, ...]) -> list[bool]:
+def check_updates(
+    before: Mapping[str, Any], after: Mapping[str, Any], updates: Sequence[Update], subject: str
+) -> None:
+    """Updates go to exactly the other containers whose cpus or mems changed, with the new
+    values (``subject``: the container the operation is about, if any)."""
+    changed = {cid for cid in before.keys() & after.keys() if before[cid] != after[cid]}
+    changed.discard(subject)
+    sent = {u.container_id for u in updates if u.container_id in after} - {subject}
+    assert sent == changed, f"updates for {sorted(sent)}, changed {sorted(changed)}"
+    for u in updates:
+        if u.container_id in after and u.container_id != subject:
+            cpus, mems = after[u.container_id]
+            assert u.resources.cpus in (None, cpus) and u.resources.mems in (None, mems)
+
+
+def apply(world: World, rig: Rig, op: tuple[Any, ...], *, checked: bool = True) -> list[bool]:
     """Apply ``op``; returns, per pipeline call, whether it succeeded. A refused call must
-    leave everything observable as it was."""
+    leave everything observable as it was; with ``checked``, the updates sent must be exactly
+    for the containers that changed."""
     m = world.machine
     manager = rig.manager
     outcomes: list[bool] = []
 
-    def attempt(call: Any) -> bool:
+    def attempt(call: Any, subject: str = "") -> bool:
         before = observable(manager)
+        placed = placements(manager)
+        rig.sent.clear()
         try:
-            call()
+            returned = call()
         except OperationFailedError:
             assert observable(manager) == before, "a refused request changed the state"
+            assert rig.sent.updates == [], "a refused request sent updates"
             return False
+        if checked:
+            check_updates(placed, placements(manager), [*returned, *rig.sent.updates], subject)
         return True
 
     if op[0] == "create":
@@ -388,12 +471,13 @@ def apply(world: World, rig: Rig, op: tuple[Any, ...]) -> list[bool]:
         for ctr in spec.containers:
             container = spec.container(ctr, m)
 
-            def create(c: Container = container) -> None:
-                manager.create_container(pod, c)
+            def create(c: Container = container) -> list[Update]:
+                result = manager.create_container(pod, c)
                 manager.post_create(pod, c)
                 manager.post_start(pod, c)
+                return list(result.updates)
 
-            outcomes.append(attempt(create))
+            outcomes.append(attempt(create, container.id))
     elif op[0] == "resize":
         _, pod_pick, ctr_pick, millis = op
         target = pick(world, pod_pick)
@@ -404,18 +488,26 @@ def apply(world: World, rig: Rig, op: tuple[Any, ...]) -> list[bool]:
         if resized is None or manager.container(f"id-{target.name}-{ctr.name}") is None:
             return outcomes
         container = target.container(ctr, m)
-        ok = attempt(
-            lambda: manager.update_container(
-                target.pod(), container, linux_resources(resized.resources())
+        outcomes.append(
+            attempt(
+                lambda: manager.update_container(
+                    target.pod(), container, linux_resources(resized.resources())
+                ),
+                container.id,
             )
         )
-        outcomes.append(ok)
     elif op[0] == "delete":
         target = pick(world, op[1])
         if target is None:
             return outcomes
-        manager.remove_pod(target.pod())
-        outcomes.append(True)
+        outcomes.append(attempt(lambda: manager.remove_pod(target.pod()) or []))
+    elif op[0] == "reconfigure":
+        config = reconfiguration_target(m, world.config, op[1])
+        before = observable(manager)
+        outcome = manager.reconfigure(load_policy_config(POLICY, config))
+        if not outcome.applied:
+            assert observable(manager) == before, "a refused configuration changed the state"
+        outcomes.append(outcome.applied)
     return outcomes
 
 
@@ -457,6 +549,8 @@ def record(world: World, op: tuple[Any, ...], outcomes: Sequence[bool]) -> None:
         if target is not None:
             del world.live[target.name]
             del world.current[target.name]
+    elif op[0] == "reconfigure" and outcomes[0]:
+        world.config = reconfiguration_target(world.machine, world.config, op[1])
 
 
 # ====================================================================== invariants
@@ -535,6 +629,10 @@ def check_invariants(world: World, rig: Rig) -> None:
             exclusive[c.id] = CPUSet.parse(text)
 
     all_exclusive = CPUSet().union(*exclusive.values())
+    demand = sum(
+        max(c.requirements.memory_request, c.requirements.memory_limit or 0) for c in active
+    )
+    pressure = demand > smallest_dram_node(m)  # no zone can be overcommitted below that
     sharable = available - reserved - m.isolated
     pool_cpus = [u.cpus for u in units(world.machine_name)]
     shared_sets: list[CPUSet] = []
@@ -622,7 +720,10 @@ def check_invariants(world: World, rig: Rig) -> None:
         if c.cpus is None or (kind != "reserved" and c.cpus <= reserved):
             continue  # no CPUs to compare with, or the reserved fallback of an empty pool
         holders = [u for u in units(world.machine_name) if c.cpus <= u.cpus]
-        matches = [u.name for u in holders if memory_of(m, u, allowed) == c.mems]
+        if pressure:  # zones may have been widened beyond the pool's memory
+            matches = [u.name for u in holders if memory_of(m, u, allowed) <= c.mems]
+        else:
+            matches = [u.name for u in holders if memory_of(m, u, allowed) == c.mems]
         assert matches, (
             f"mems are not the memory of any pool holding the CPUs: {where}; candidates "
             + ", ".join(f"{u.name}={memory_of(m, u, allowed)}" for u in holders)
@@ -687,32 +788,24 @@ MACHINES = [  # name, largest integer CPU request, examples
 
 def run_workload(machine_name: str, config_index: int, ops: list[tuple[Any, ...]]) -> None:
     m = machine(machine_name)
-    config = configs(m)[config_index]
-    policy_config = load_policy_config(POLICY, config)
-    world = World(machine_name, config)
+    initial_config = configs(m)[config_index]
+    policy_config = load_policy_config(POLICY, initial_config)
+    world = World(machine_name, initial_config)
     rig = Rig.fresh(machine_name, policy_config)
     twin = Rig.fresh(machine_name, policy_config)  # the same operations, never restarted
     initial = (rig.manager.describe(), list(rig.manager.topology_zones()))
     check_invariants(world, rig)
     for op in ops:
         if op[0] == "restart":
-            before = allocations(rig.manager)
-            described = (rig.manager.describe(), list(rig.manager.topology_zones()))
-            rig = rig.restarted()
-            assert allocations(rig.manager) == before, "a restart changed allocations"
-            assert (rig.manager.describe(), list(rig.manager.topology_zones())) == described
-            # the runtime reports exactly what runs: nothing to change
-            running = [c for c in rig.manager.containers() if c.state.holds_resources]
-            assert rig.manager.synchronize(rig.manager.pods(), running) == []
-            assert allocations(rig.manager) == before
-            continue
-        free_isolated = isolated_free(world, rig)
-        outcomes = apply(world, rig, op)
-        twin_outcomes = apply(world, twin, op)
-        assert outcomes == twin_outcomes, f"{op[0]}: restarted {outcomes}, twin {twin_outcomes}"
-        record(world, op, outcomes)
-        if op[0] == "create":
-            check_isolation_preference(world, rig, op[1], free_isolated)
+            rig = restart(world, rig, twin, op[1])
+        else:
+            free_isolated = isolated_free(world, rig)
+            outcomes = apply(world, rig, op)
+            twin_outcomes = apply(world, twin, op, checked=False)
+            assert outcomes == twin_outcomes, f"{op}: restarted {outcomes}, twin {twin_outcomes}"
+            record(world, op, outcomes)
+            if op[0] == "create":
+                check_isolation_preference(world, rig, op[1], free_isolated)
         assert allocations(rig.manager) == allocations(twin.manager), (
             f"after {op[0]}, the restarted manager and its twin differ"
         )
@@ -721,14 +814,45 @@ def run_workload(machine_name: str, config_index: int, ops: list[tuple[Any, ...]
     for name in list(world.live):
         rig.manager.remove_pod(world.live[name].pod())
     assert [c for c in rig.manager.containers() if c.state.holds_resources] == []
-    assert rig.manager.describe() == initial[0]
-    assert list(rig.manager.topology_zones()) == initial[1]
-    fresh = Rig.fresh(machine_name, policy_config)
+    if world.config == initial_config:
+        assert rig.manager.describe() == initial[0]
+        assert list(rig.manager.topology_zones()) == initial[1]
+    fresh = Rig.fresh(machine_name, load_policy_config(POLICY, world.config))
     assert rig.manager.describe() == fresh.manager.describe()
+    assert list(rig.manager.topology_zones()) == list(fresh.manager.topology_zones())
 
 
-def workload_strategy(name: str, max_cpus: int, length: int) -> st.SearchStrategy[Any]:
-    return st.tuples(st.integers(0, 3), operations(machine(name), max_cpus, length))
+def restart(world: World, rig: Rig, twin: Rig, lost_pick: int | None) -> Rig:
+    """Restart ``rig``'s manager from its saved state: the same allocations. The runtime's
+    Synchronize then reports what runs, maybe without a pod lost meanwhile (the twin removes
+    it the ordinary way)."""
+    before = allocations(rig.manager)
+    described = (rig.manager.describe(), list(rig.manager.topology_zones()))
+    rig = rig.restarted()
+    assert allocations(rig.manager) == before, "a restart changed allocations"
+    assert (rig.manager.describe(), list(rig.manager.topology_zones())) == described
+    lost = pick(world, lost_pick) if lost_pick is not None else None
+    lost_id = f"id-{lost.name}" if lost is not None else None
+    running = [
+        c for c in rig.manager.containers() if c.state.holds_resources and c.pod_id != lost_id
+    ]
+    pods = [p for p in rig.manager.pods() if p.id != lost_id]
+    placed = placements(rig.manager)
+    updates = rig.manager.synchronize(pods, running)
+    if lost is None:
+        assert updates == [], "a restart with nothing changed sent updates"
+        assert allocations(rig.manager) == before
+        return rig
+    check_updates(placed, placements(rig.manager), updates, "")
+    twin.manager.remove_pod(lost.pod())
+    record(world, ("delete", lost_pick), [True])
+    return rig
+
+
+def workload_strategy(
+    name: str, max_cpus: int, length: int, *, reconfigure: bool = False
+) -> st.SearchStrategy[Any]:
+    return st.tuples(st.integers(0, 4), operations(machine(name), max_cpus, length, reconfigure))
 
 
 @pytest.mark.parametrize(("name", "max_cpus", "examples"), MACHINES)
@@ -739,6 +863,63 @@ def test_random_workloads_keep_the_invariants(name: str, max_cpus: int, examples
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(workload_strategy(name, max_cpus, 30))
+    def check(case: tuple[int, list[tuple[Any, ...]]]) -> None:
+        run_workload(name, *case)
+
+    check()
+
+
+RECONFIGURE_BUGS = (
+    "policy bugs: a reconfiguration keeps reserved containers in their old pool (and memory) "
+    "when the reserved CPUs move to another node, keeps shared containers in a pool whose "
+    "shared CPUs no longer hold their requests, and takes containers over in cache order (so "
+    "a restart changes its result)"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=RECONFIGURE_BUGS)
+@pytest.mark.parametrize(("name", "max_cpus", "examples"), [MACHINES[0], MACHINES[1]])
+def test_random_workloads_with_reconfigurations(name: str, max_cpus: int, examples: int) -> None:
+    """As above, with reconfigurations between configs that treat namespaces alike."""
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @example(  # kube-system's reserved CPU moves from node 0 to node 1 (box-16-isolated)
+        case=(
+            4,
+            [
+                ("create", PodSpec("p0", "kube-system", (CtrSpec("c0", "besteffort"),))),
+                ("reconfigure", 0),
+            ],
+        )
+    )
+    @example(  # socket 0's shared CPUs shrink below a 4.5-CPU container (box-16)
+        case=(
+            4,
+            [
+                (
+                    "create",
+                    PodSpec("p0", "default", (CtrSpec("c0", "guaranteed-int", 2000, None, MiB),)),
+                ),
+                (
+                    "create",
+                    PodSpec(
+                        "p1",
+                        "default",
+                        (
+                            CtrSpec("c0", "guaranteed-frac", 4500, None, MiB),
+                            CtrSpec("c1", "guaranteed-frac", 4500, None, MiB),
+                        ),
+                    ),
+                ),
+                ("reconfigure", 0),
+            ],
+        )
+    )
+    @given(case=workload_strategy(name, max_cpus, 30, reconfigure=True))
     def check(case: tuple[int, list[tuple[Any, ...]]]) -> None:
         run_workload(name, *case)
 
