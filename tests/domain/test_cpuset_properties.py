@@ -71,3 +71,19 @@ def test_grouped_ranges_follow_the_kernel(lo: int, n: int, used_group: tuple[int
     hi = lo + n
     expected = [i for i in range(lo, hi + 1) if (i - lo) % group < used]
     assert CPUSet.parse(f"{lo}-{hi}:{used}/{group}").ids() == expected
+
+
+@given(any_sets)
+def test_ids_are_a_fresh_list_every_time(ids: frozenset[int]) -> None:
+    """Big sets keep their ids and text (shared by every set with the same ids); what callers
+    get must still be theirs to change."""
+    s = CPUSet.from_ids(ids)
+    first = s.ids()
+    first.append(-1)
+    assert s.ids() == sorted(ids) == CPUSet(s.bits).ids()
+    assert (
+        str(s)
+        == str(CPUSet(s.bits))
+        == ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in s.ranges())
+    )
+    assert [i for i in s] == sorted(ids)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from typing import Any
 
 import attrs
@@ -81,6 +82,44 @@ def _ids(bits: int) -> list[int]:
     return [i for i, c in enumerate(text) if c == "1"]
 
 
+# Sets are immutable and the same big sets (a pool's shared CPUs) are rendered and iterated
+# over and over, e.g. once for every container of the pool when its cpuset changes. Their ids
+# and text are kept by bit mask; small sets are cheap to redo and would only churn the cache.
+_CACHED_FROM = 16  # ids
+_CACHE_SIZE = 256  # sets
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _cached_ids(bits: int) -> tuple[int, ...]:
+    return tuple(_ids(bits))
+
+
+def _id_tuple(bits: int) -> tuple[int, ...] | list[int]:
+    """The ids of ``bits`` (a shared tuple for big sets: never modify it)."""
+    return _cached_ids(bits) if bits.bit_count() > _CACHED_FROM else _ids(bits)
+
+
+def _ranges(ids: tuple[int, ...] | list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    if not ids:
+        return out
+    start = prev = ids[0]
+    for i in ids[1:]:
+        if i != prev + 1:
+            out.append((start, prev))
+            start = i
+        prev = i
+    out.append((start, prev))
+    return out
+
+
+def _render(bits: int) -> str:
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in _ranges(_id_tuple(bits)))
+
+
+_cached_text = lru_cache(maxsize=_CACHE_SIZE)(_render)
+
+
 @attrs.frozen(slots=True, repr=False, order=False)
 class CPUSet:
     """Immutable set of non-negative integer ids (CPUs or memory nodes)."""
@@ -118,32 +157,22 @@ class CPUSet:
     # ---------------------------------------------------------------- conversion
     def ids(self) -> list[int]:
         """Sorted list of the ids."""
-        return _ids(self.bits)
+        return list(_id_tuple(self.bits))
 
     def ranges(self) -> list[tuple[int, int]]:
         """Maximal runs of consecutive ids as inclusive ``(first, last)`` pairs."""
-        out: list[tuple[int, int]] = []
-        ids = _ids(self.bits)
-        if not ids:
-            return out
-        start = prev = ids[0]
-        for i in ids[1:]:
-            if i != prev + 1:
-                out.append((start, prev))
-                start = i
-            prev = i
-        out.append((start, prev))
-        return out
+        return _ranges(_id_tuple(self.bits))
 
     def __str__(self) -> str:
-        return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in self.ranges())
+        bits = self.bits
+        return _cached_text(bits) if bits.bit_count() > _CACHED_FROM else _render(bits)
 
     def __repr__(self) -> str:
         return f"CPUSet({str(self)!r})"
 
     # ---------------------------------------------------------------- container protocol
     def __iter__(self) -> Iterator[int]:
-        return iter(_ids(self.bits))
+        return iter(_id_tuple(self.bits))
 
     def __len__(self) -> int:
         return self.bits.bit_count()
@@ -234,7 +263,7 @@ class CPUSet:
         if n >= self.bits.bit_count():
             return self
         if n > 256:
-            return CPUSet.from_ids(_ids(self.bits)[:n])
+            return CPUSet.from_ids(_id_tuple(self.bits)[:n])
         bits, out = self.bits, 0
         for _ in range(n):  # peel off the lowest set bit n times
             low = bits & -bits
