@@ -1,16 +1,24 @@
 from __future__ import annotations
 
+from types import MappingProxyType
+from typing import Any
+
+import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import (
     HOST_CONTROLLER,
     RUNTIME_CONTROLLER,
+    Container,
     ContainerChangeError,
     ContainerState,
     HostChange,
     LinuxResources,
     Mount,
+    PendingChanges,
     Scheduling,
     SchedulingPolicy,
 )
@@ -77,3 +85,140 @@ def test_resources_merge_and_difference() -> None:
     assert merged == LinuxResources(cpu_shares=2, unified={"a": "1", "b": "2"}, cpus=CPUSet.of(2))
     assert LinuxResources().is_empty()
     assert base.set_fields() == ("cpu_shares", "cpus", "unified")
+
+
+# ---------------------------------------------------------------- against the plain definitions
+# The model's change methods take shortcuts (cpus/mems-only changes, one dict copy per value
+# instead of attrs.evolve); these are the definitions they must agree with.
+
+_MAPS = ("hugepage_limits", "unified")
+
+
+def _plain_merged(base: LinuxResources, other: LinuxResources) -> LinuxResources:
+    changes: dict[str, Any] = {}
+    for field in attrs.fields(LinuxResources):
+        value = getattr(other, field.name)
+        if field.name in _MAPS:
+            if value:
+                changes[field.name] = {**getattr(base, field.name), **value}
+        elif value is not None:
+            changes[field.name] = value
+    return attrs.evolve(base, **changes)
+
+
+def _plain_difference(change: LinuxResources, base: LinuxResources) -> LinuxResources:
+    changes: dict[str, Any] = {}
+    for field in attrs.fields(LinuxResources):
+        mine, theirs = getattr(change, field.name), getattr(base, field.name)
+        if field.name in _MAPS:
+            diff = {k: v for k, v in mine.items() if theirs.get(k) != v}
+            if diff:
+                changes[field.name] = diff
+        elif mine is not None and mine != theirs:
+            changes[field.name] = mine
+    return LinuxResources(**changes)
+
+
+def _plain_with_resources(ctr: Container, change: LinuxResources) -> Container:
+    effective = _plain_difference(change, ctr.resources)
+    if effective == LinuxResources():
+        return ctr
+    return attrs.evolve(
+        ctr,
+        resources=_plain_merged(ctr.resources, effective),
+        pending=attrs.evolve(
+            ctr.pending,
+            resources=_plain_merged(ctr.pending.resources, effective),
+            controllers=ctr.pending.controllers | {RUNTIME_CONTROLLER},
+        ),
+    )
+
+
+def _plain_without_pending(ctr: Container, controller: str) -> Container:
+    pending = ctr.pending
+    if controller not in pending.controllers:
+        return ctr
+    controllers = pending.controllers - {controller}
+    if not controllers:
+        return attrs.evolve(ctr, pending=PendingChanges())
+    if controller == RUNTIME_CONTROLLER:
+        pending = attrs.evolve(
+            pending,
+            resources=LinuxResources(),
+            annotations={},
+            env={},
+            mounts=(),
+            scheduling=None,
+            io_priority=None,
+            controllers=controllers,
+        )
+    else:
+        pending = attrs.evolve(pending, host=HostChange(), controllers=controllers)
+    return attrs.evolve(ctr, pending=pending)
+
+
+_SETS = st.none() | st.sampled_from(["0", "1", "0-3", "4-7,12", "0-63,128-191"]).map(CPUSet.parse)
+_NUMBERS = st.none() | st.sampled_from([0, 2, 1024, 100_000])
+_changes = st.builds(
+    LinuxResources,
+    cpu_shares=_NUMBERS,
+    cpu_quota=_NUMBERS,
+    cpus=_SETS,
+    mems=_SETS,
+    memory_limit=_NUMBERS,
+    hugepage_limits=st.dictionaries(st.sampled_from(["2MB", "1GB"]), st.sampled_from([0, 1])),
+    unified=st.dictionaries(st.sampled_from(["memory.high", "cpu.idle"]), st.sampled_from("01")),
+)
+_cpuset_changes = st.builds(LinuxResources, cpus=_SETS, mems=_SETS)
+_steps = st.lists(
+    st.one_of(
+        _changes,
+        _cpuset_changes,
+        st.sampled_from([RUNTIME_CONTROLLER, HOST_CONTROLLER, "host-change", "tags"]),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=300)
+@given(_changes, _steps)
+def test_changes_agree_with_the_plain_definitions(
+    initial: LinuxResources, steps: list[LinuxResources | str]
+) -> None:
+    ctr = attrs.evolve(make_container(make_pod(), state=ContainerState.RUNNING), resources=initial)
+    plain = ctr
+    for step in steps:
+        if isinstance(step, LinuxResources):
+            assert step.difference(ctr.resources) == _plain_difference(step, ctr.resources)
+            assert ctr.resources.merged(step) == _plain_merged(ctr.resources, step)
+            assert step.is_empty() == (step.set_fields() == ())
+            assert step.only_cpusets() == (set(step.set_fields()) <= {"cpus", "mems"})
+            ctr, plain = ctr.with_resources(step), _plain_with_resources(plain, step)
+        elif step == "host-change":
+            change = HostChange(cgroup={"memory.high": "1G"})
+            ctr, plain = ctr.with_host_change(change), plain.with_host_change(change)
+        elif step == "tags":
+            ctr = ctr.with_tags(step="x")
+            plain = attrs.evolve(plain, tags={**plain.tags, "step": "x"})
+        else:
+            ctr, plain = ctr.without_pending(step), _plain_without_pending(plain, step)
+        assert ctr == plain
+        assert attrs.asdict(ctr, recurse=False) == attrs.asdict(plain, recurse=False)
+        for value in (ctr.resources, ctr.pending.resources):
+            assert isinstance(value.unified, MappingProxyType)
+            assert isinstance(value.hugepage_limits, MappingProxyType)
+        assert isinstance(ctr.tags, MappingProxyType)
+
+
+def test_values_compare_by_fields_and_are_not_hashable() -> None:
+    ctr = make_container(make_pod())
+    assert ctr == attrs.evolve(ctr) and ctr != attrs.evolve(ctr, name="other")
+    assert ctr != "a container" and ctr.resources != ctr
+    assert LinuxResources(cpus=CPUSet.of(1)) == LinuxResources(cpus=CPUSet.of(1))
+    assert LinuxResources(cpus=CPUSet.of(1)) != LinuxResources(cpus=CPUSet.of(2))
+    for value in (ctr, ctr.resources, ctr.pending):
+        with pytest.raises(TypeError):
+            hash(value)
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            value.foo = 1  # type: ignore[attr-defined]

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from nrirp.domain.model._frozen import frozen_map
+from nrirp.domain.model._frozen import FieldsEqual, frozen_map
 from nrirp.domain.model.resources import LinuxResources
 
 RUNTIME_CONTROLLER = "runtime"
@@ -95,8 +95,8 @@ class HostChange:
         )
 
 
-@attrs.frozen(hash=False)
-class PendingChanges:
+@attrs.frozen(eq=False, hash=False, slots=False)  # cheap copies and comparisons (see _frozen)
+class PendingChanges(FieldsEqual):
     """Changes recorded on a container and not yet delivered, plus the controllers to act.
 
     ``resources`` holds only the fields that changed. Annotations, environment, mounts,

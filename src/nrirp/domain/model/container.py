@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 from nrirp.domain.cpuset import CPUSet
-from nrirp.domain.model._frozen import frozen_map
+from nrirp.domain.model._frozen import FieldsEqual, frozen_map, replaced
 from nrirp.domain.model.changes import (
     HOST_CONTROLLER,
+    NO_CHANGES,
     RUNTIME_CONTROLLER,
     HostChange,
     IOPriority,
@@ -20,7 +22,7 @@ from nrirp.domain.model.changes import (
     Scheduling,
 )
 from nrirp.domain.model.requirements import Requirements
-from nrirp.domain.model.resources import LinuxResources
+from nrirp.domain.model.resources import NO_RESOURCES, LinuxResources
 
 
 class ContainerState(enum.Enum):
@@ -37,12 +39,13 @@ class ContainerState(enum.Enum):
     @property
     def holds_resources(self) -> bool:
         """Whether a container in this state has (or is about to have) resources allocated."""
-        return self in _ACTIVE
+        return self._value_ in _ACTIVE_VALUES  # by value: an enum's hash is Python code
 
 
 _ACTIVE = frozenset(
     {ContainerState.CREATING, ContainerState.CREATED, ContainerState.PAUSED, ContainerState.RUNNING}
 )
+_ACTIVE_VALUES = frozenset(state.value for state in _ACTIVE)
 
 
 class ContainerChangeError(ValueError):
@@ -59,8 +62,10 @@ class Device:
     minor: int = 0
 
 
-@attrs.frozen(hash=False)
-class Container:
+# Fields in an instance dict, compared as one (FieldsEqual): a changed cpuset or cleared pending
+# changes is one dict copy (``replaced``) instead of ``__init__`` with every converter
+@attrs.frozen(eq=False, hash=False, slots=False)
+class Container(FieldsEqual):
     """A container: identity, metadata, current resources, requirements and pending changes.
 
     ``resources`` are the container's current settings: what the runtime reported, with every
@@ -85,7 +90,7 @@ class Container:
     tags: Mapping[str, str] = attrs.field(factory=dict, converter=frozen_map)
     """Free-form notes a policy keeps on the container (persisted)."""
     created_at: float | None = None
-    pending: PendingChanges = attrs.field(factory=PendingChanges)
+    pending: PendingChanges = NO_CHANGES
 
     # ------------------------------------------------------------------ derived
     @property
@@ -99,19 +104,26 @@ class Container:
     # ------------------------------------------------------------------ changes
     def with_resources(self, change: LinuxResources) -> Container:
         """Apply the set fields of ``change``; fields equal to the current value are no-ops."""
-        effective = change.difference(self.resources)
-        if effective.is_empty():
+        resources = self.resources
+        effective = change.difference(resources)
+        if effective is NO_RESOURCES or effective.is_empty():
             return self
         pending = self.pending
-        return attrs.evolve(
-            self,
-            resources=self.resources.merged(effective),
-            pending=attrs.evolve(
-                pending,
-                resources=pending.resources.merged(effective),
-                controllers=pending.controllers | {RUNTIME_CONTROLLER},
-            ),
-        )
+        if pending is NO_CHANGES:  # nothing pending (the usual case): no merging needed
+            new_pending = replaced(NO_CHANGES, {"resources": effective, "controllers": _RUNTIME})
+        else:
+            controllers = pending.controllers
+            if RUNTIME_CONTROLLER not in controllers:
+                controllers = controllers | _RUNTIME if controllers else _RUNTIME
+            pending_resources = pending.resources
+            if not pending_resources.is_empty():
+                effective_pending = pending_resources.merged(effective)
+            else:
+                effective_pending = effective
+            new_pending = replaced(
+                pending, {"resources": effective_pending, "controllers": controllers}
+            )
+        return replaced(self, {"resources": resources.merged(effective), "pending": new_pending})
 
     def with_cpus(self, cpus: CPUSet) -> Container:
         return self.with_resources(LinuxResources(cpus=cpus))
@@ -176,7 +188,7 @@ class Container:
         )
 
     def with_tags(self, **tags: str) -> Container:
-        return attrs.evolve(self, tags={**self.tags, **tags})
+        return replaced(self, {"tags": MappingProxyType({**self.tags, **tags})})
 
     def without_pending(self, controller: str) -> Container:
         """Forget what ``controller`` had to deliver (it has acted)."""
@@ -185,7 +197,7 @@ class Container:
             return self
         controllers = pending.controllers - {controller}
         if not controllers:
-            return attrs.evolve(self, pending=PendingChanges())
+            return replaced(self, {"pending": NO_CHANGES})
         changes: dict[str, Any] = {"controllers": controllers}
         if controller == RUNTIME_CONTROLLER:
             changes.update(
@@ -201,4 +213,7 @@ class Container:
         return attrs.evolve(self, pending=attrs.evolve(pending, **changes))
 
     def with_state(self, state: ContainerState) -> Container:
-        return self if state is self.state else attrs.evolve(self, state=state)
+        return self if state is self.state else replaced(self, {"state": state})
+
+
+_RUNTIME = frozenset({RUNTIME_CONTROLLER})
