@@ -52,6 +52,11 @@ class Cache:
         self._policy_data: dict[str, Any] = {}
         self._config: Any = None
         self._dirty = False
+        # derived indexes, rebuilt on rollback: the containers with pending changes, and each
+        # container's place in ``_containers`` (so they come out in the cache's order)
+        self._pending: set[str] = set()
+        self._place: dict[str, int] = {}
+        self._next_place = 0
 
     # ------------------------------------------------------------------ pods
     def pod(self, pod_id: str) -> Pod | None:
@@ -113,21 +118,30 @@ class Cache:
                 f"container {container.name or container.id!r} belongs to unknown pod "
                 f"{container.pod_id!r}"
             )
-        old = self._containers.get(container.id)
-        if old == container:
+        cid = container.id
+        old = self._containers.get(cid)
+        if old is container or old == container:
             return
-        if old is not None and old.pod_id != container.pod_id:
-            self._unindex(old)
-        self._containers[container.id] = container
-        self._by_pod[container.pod_id] = self._by_pod.get(container.pod_id, frozenset()) | {
-            container.id
-        }
+        self._containers[cid] = container
+        if old is None:
+            self._place[cid] = self._next_place
+            self._next_place += 1
+        if old is None or old.pod_id != container.pod_id:
+            if old is not None:
+                self._unindex(old)
+            self._by_pod[container.pod_id] = self._by_pod.get(container.pod_id, frozenset()) | {cid}
+        if container.pending.controllers:
+            self._pending.add(cid)
+        else:
+            self._pending.discard(cid)
         self._dirty = True
 
     def remove_container(self, container_id: str) -> Container | None:
         ctr = self._containers.pop(container_id, None)
         if ctr is not None:
             self._unindex(ctr)
+            self._pending.discard(container_id)
+            del self._place[container_id]
             self._dirty = True
         return ctr
 
@@ -137,6 +151,12 @@ class Cache:
             self._by_pod[ctr.pod_id] = remaining
         else:
             self._by_pod.pop(ctr.pod_id, None)
+
+    def _reindex(self) -> None:
+        """Rebuild the derived indexes from ``_containers`` (after a rollback or restore)."""
+        self._place = {cid: i for i, cid in enumerate(self._containers)}
+        self._next_place = len(self._place)
+        self._pending = {cid for cid, c in self._containers.items() if c.pending.controllers}
 
     def annotations(self, container: Container) -> AnnotationReader:
         """Typed reader of the container's effective policy annotations (from its pod)."""
@@ -211,13 +231,20 @@ class Cache:
 
     # ------------------------------------------------------------------ pending
     def pending_containers(self) -> list[Container]:
-        """Containers with changes some controller still has to deliver."""
-        return [c for c in self._containers.values() if c.pending.controllers]
+        """Containers with changes some controller still has to deliver, in cache order."""
+        containers = self._containers
+        return [containers[cid] for cid in sorted(self._pending, key=self._place.__getitem__)]
 
     def clear_pending(self, container_id: str, controller: str) -> None:
         ctr = self._containers.get(container_id)
-        if ctr is not None:
-            self.put_container(ctr.without_pending(controller))
+        if ctr is None:
+            return
+        cleared = ctr.without_pending(controller)
+        if cleared is not ctr:  # only the pending changes differ: no need for put_container
+            self._containers[container_id] = cleared
+            if not cleared.pending.controllers:
+                self._pending.discard(container_id)
+            self._dirty = True
 
     # ------------------------------------------------------------------ policy data, config
     def policy_data(self, policy: str) -> Any:
@@ -236,6 +263,14 @@ class Cache:
 
     def all_policy_data(self) -> dict[str, Any]:
         return copy.deepcopy(self._policy_data)
+
+    def policy_data_view(self) -> dict[str, Any]:
+        """The data of every policy without copying it: callers must not modify any of it.
+
+        Stored values are private copies that are replaced, never changed in place, so the
+        view stays what it was when taken (the snapshot for the state store relies on that).
+        """
+        return dict(self._policy_data)
 
     @property
     def config(self) -> Any:
@@ -274,6 +309,7 @@ class Cache:
         self._policy_data = dict(checkpoint.policy_data)
         self._config = checkpoint.config
         self._dirty = checkpoint.dirty
+        self._reindex()
 
     def replace_all(
         self,
@@ -285,6 +321,7 @@ class Cache:
         self._pods = {}
         self._containers = {}
         self._by_pod = {}
+        self._reindex()
         for pod in pods:
             self._pods[pod.id] = pod
         for ctr in containers:

@@ -130,18 +130,22 @@ def enforce(
                 current = cache.require_container(subject)
                 if invoke(controller, subject_hook, ctx, current):
                     cache.clear_pending(subject, controller.name)
+    order = _order(registry)
     for ctr in cache.pending_containers() if pending is None else pending:
-        if ctr.id == subject and subject_hook is not None:
+        cid = ctr.id
+        if cid == subject and subject_hook is not None:
             continue  # had its own hook; what is left is deferred on purpose
-        for name in sorted(ctr.pending.controllers, key=_order(registry)):
+        controllers = ctr.pending.controllers
+        names = sorted(controllers, key=order) if len(controllers) > 1 else controllers
+        for name in names:
             marked = registry.get(name)
             if marked is None:
-                ctx.notice("control", f"no controller {name!r} to deliver changes", ctr.id)
-                cache.clear_pending(ctr.id, name)
+                ctx.notice("control", f"no controller {name!r} to deliver changes", cid)
+                cache.clear_pending(cid, name)
                 continue
-            current = cache.require_container(ctr.id)
-            if invoke(marked, Hook.POST_UPDATE, ctx, current):
-                cache.clear_pending(ctr.id, name)
+            current = cache.require_container(cid)
+            if marked.post_update(ctx, current):
+                cache.clear_pending(cid, name)
 
 
 def _order(registry: ControllerRegistry) -> Callable[[str], tuple[int, str]]:

@@ -26,24 +26,15 @@ class RuntimeController:
         )
         return True
 
-    def pre_start(self, ctx: ControlContext, container: Container) -> bool:
-        return self._update(ctx, container)
-
-    def post_start(self, ctx: ControlContext, container: Container) -> bool:
-        return self._update(ctx, container)
-
-    def post_update(self, ctx: ControlContext, container: Container) -> bool:
-        return self._update(ctx, container)
-
     def post_stop(self, ctx: ControlContext, container: Container) -> bool:
         return True  # nothing to deliver to a stopped container
 
     def _update(self, ctx: ControlContext, container: Container) -> bool:
-        if RUNTIME_CONTROLLER not in container.pending.controllers:
+        pending = container.pending
+        if RUNTIME_CONTROLLER not in pending.controllers:
             return True
         if not container.state.holds_resources:
             return True  # stopped or gone: an update would only fail
-        pending = container.pending
         if pending.annotations or pending.env or pending.mounts:
             ctx.notice(
                 self.name,
@@ -59,3 +50,8 @@ class RuntimeController:
         if not pending.resources.is_empty():
             ctx.add_update(Update(container.id, pending.resources))
         return True
+
+    # the same delivery at every hook after creation (one call less per updated container)
+    pre_start = _update
+    post_start = _update
+    post_update = _update
