@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -8,6 +9,7 @@ import attrs
 import pytest
 
 from nrirp.adapters.memory import InMemoryHostControl, RecordingMetrics
+from nrirp.domain.cache import SnapshotEncoder
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import ContainerState, HostChange, LinuxResources, Update, policy_key
 from nrirp.domain.pipeline import (
@@ -20,6 +22,7 @@ from nrirp.domain.policy import UPDATES_FAILED, PolicyError, PolicyEvent
 from nrirp.domain.ports.decisions import Severity
 
 from .support import (
+    FakeCodec,
     FakeConfig,
     RecordingController,
     RecordingPolicy,
@@ -646,3 +649,36 @@ def test_late_lifecycle_events_do_not_resurrect_a_stopped_container() -> None:
     rig.manager.stop_container(pod, ctr)
     rig.manager.post_start(pod, ctr)
     assert rig.manager.container(ctr.id).state is ContainerState.STOPPED  # type: ignore[union-attr]
+
+
+def test_saving_leaves_the_encoding_to_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline hands the store a snapshot of immutable values; it is unstructured only
+    when the store reads it (here: the in-memory store's flush), once for a burst of saves."""
+    dumped: list[Any] = []
+    dump = FakeCodec.dump
+
+    def counting_dump(self: FakeCodec, config: Any) -> Any:
+        dumped.append(config)
+        return dump(self, config)
+
+    monkeypatch.setattr(FakeCodec, "dump", counting_dump)
+    rig = make_rig()
+    encoded: list[Any] = []
+    encode = SnapshotEncoder._encode_locked
+
+    def counting(self: SnapshotEncoder, snapshot: Any) -> Any:
+        encoded.append(snapshot)
+        return encode(self, snapshot)
+
+    monkeypatch.setattr(SnapshotEncoder, "_encode_locked", counting)
+    pod = make_pod()
+    rig.manager.run_pod(pod)
+    saves = rig.store.saves
+    for name in "abc":
+        rig.manager.create_container(pod, make_container(pod, name))
+    assert rig.store.saves == saves + 3 and encoded == []
+    saved = json.loads(rig.store.raw or "")
+    assert len(encoded) == 1
+    assert [c["name"] for c in saved["containers"]] == ["a", "b", "c"]
+    assert saved["config"] == {"policy": "recording", "cpus": "0-7"}
+    assert len(dumped) == 1  # the configuration document is made once, not per save

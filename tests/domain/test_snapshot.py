@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
+import attrs
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nrirp.domain.cache import (
@@ -290,3 +292,108 @@ def test_encoder_reuses_the_parts_of_objects_that_moved() -> None:
     assert all(
         a is b for a, b in zip(second["pods"], first["pods"][:1] + first["pods"][2:], strict=True)
     )
+
+
+def test_encoded_later_is_encoded_once_on_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    encoder = SnapshotEncoder()
+    calls: list[Snapshot] = []
+    encode = encoder._encode_locked
+
+    def counting(snapshot: Snapshot) -> dict[str, Any]:
+        calls.append(snapshot)
+        return encode(snapshot)
+
+    monkeypatch.setattr(encoder, "_encode_locked", counting)
+    pods = (_pod("a"), _pod("b"))
+    later = encoder.later(Snapshot(version=SNAPSHOT_VERSION, policy="p", pods=pods))
+    assert calls == []  # nothing is unstructured until someone reads it
+    assert later["pods"][1]["name"] == "b"
+    assert dict(later) == unstructure_snapshot(Snapshot(SNAPSHOT_VERSION, "p", pods))
+    assert len(later) == 6 and later == dict(later)
+    assert len(calls) == 1
+
+
+def test_encoded_later_read_from_threads_at_once_is_encoded_once() -> None:
+    encoder = SnapshotEncoder()
+    pods = tuple(_pod(f"p{i}") for i in range(300))
+    later = encoder.later(Snapshot(version=SNAPSHOT_VERSION, policy="p", pods=pods))
+    seen: list[Any] = []
+    start = threading.Barrier(4)
+
+    def read() -> None:
+        start.wait()
+        seen.append(later["pods"])
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 4 and all(part is seen[0] for part in seen)
+    assert [p["name"] for p in seen[0]] == [f"p{i}" for i in range(300)]
+
+
+def test_later_snapshots_read_out_of_order_are_still_exact() -> None:
+    """A store may skip snapshots (it keeps only the latest) or read an older one after a
+    newer one: each is encoded from its own objects."""
+    encoder = SnapshotEncoder()
+    one = Snapshot(SNAPSHOT_VERSION, "p", pods=(_pod("a"), _pod("b")))
+    two = Snapshot(SNAPSHOT_VERSION, "p", pods=(_pod("a", 1), _pod("b")))
+    three = Snapshot(SNAPSHOT_VERSION, "p", pods=(_pod("b"),))
+    first, second, third = encoder.later(one), encoder.later(two), encoder.later(three)
+    assert dict(third) == unstructure_snapshot(three)
+    assert dict(first) == unstructure_snapshot(one)
+    assert dict(second) == unstructure_snapshot(two)
+
+
+_CHANGES = st.sampled_from(
+    ["cpus", "mems", "both", "same", "tags", "state", "host", "clear", "env"]
+)
+
+
+@settings(max_examples=150)
+@given(st.lists(st.tuples(_CHANGES, st.integers(0, 5), st.integers(0, 3)), min_size=1, max_size=30))
+def test_changed_containers_are_encoded_from_their_previous_form_exactly(
+    edits: list[tuple[str, int, int]],
+) -> None:
+    """New versions of containers reuse the unstructured fields of their previous versions;
+    the result must be what unstructuring them afresh gives, keys in the same order."""
+    pod = _pod("p")
+    base = Container(
+        id="c",
+        pod_id=pod.id,
+        name="c",
+        labels={"app": "x"},
+        resources=LinuxResources(cpu_shares=2, cpu_period=100_000, memory_limit=1 << 30),
+        tags={"pool": "a"},
+    )
+    containers = [attrs.evolve(base, id=f"c{i}", name=f"c{i}") for i in range(6)]
+    sets = [CPUSet.parse(t) for t in ("0-3", "4-7", "0-63,128-191", "5")]
+    encoder = SnapshotEncoder()
+    for kind, at, which in edits:
+        ctr = containers[at]
+        if kind in ("cpus", "both"):
+            ctr = ctr.with_cpus(sets[which])
+        if kind in ("mems", "both"):
+            ctr = ctr.with_mems(CPUSet.of(which))
+        if kind == "same":
+            ctr = ctr.with_resources(LinuxResources(cpus=ctr.cpus))
+        elif kind == "tags":
+            ctr = ctr.with_tags(pool=str(which))
+        elif kind == "state":
+            ctr = ctr.with_state(list(ContainerState)[which])
+        elif kind == "host":
+            ctr = ctr.with_host_change(HostChange(cgroup={"memory.high": str(which)}))
+        elif kind == "clear":
+            ctr = ctr.without_pending("runtime").without_pending("host")
+        elif kind == "env":
+            ctr = attrs.evolve(ctr, state=ContainerState.CREATING).with_creation_extras(
+                env={"N": str(which)}
+            )
+        containers[at] = ctr
+        snapshot = Snapshot(SNAPSHOT_VERSION, "p", pods=(pod,), containers=tuple(containers))
+        encoded = encoder.encode(snapshot)
+        fresh = unstructure_snapshot(snapshot)
+        assert encoded == fresh
+        assert json.dumps(encoded) == json.dumps(fresh)  # the same key order, too
+    assert structure_snapshot(json.loads(json.dumps(encoded))).containers == tuple(containers)

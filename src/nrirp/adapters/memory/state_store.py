@@ -15,7 +15,8 @@ class InMemoryStateStore:
     """Holds the last saved snapshot.
 
     :meth:`save` only keeps the mapping it is handed (the port's contract lets a store keep it),
-    so saving costs nothing on the pipeline's path however big the state is. The snapshot is
+    so saving costs nothing on the pipeline's path however big the state is: the resource
+    manager's snapshot is not even unstructured until it is read. The snapshot is
     JSON-encoded, as a file store would, by :meth:`flush`, which :meth:`load` and :attr:`raw`
     call first: state that is not JSON-compatible fails there with :class:`StateStoreError`.
     Like the daemon's file store, a burst of saves is encoded once.

@@ -4,10 +4,11 @@ Saving is on the hot path (the resource manager saves after every changing opera
 before the CreateContainer reply goes out), and JSON-encoding a snapshot of a thousand
 containers takes milliseconds. So :meth:`FileStateStore.save` only hands the snapshot to a
 writer thread and returns; the writer waits ``linger`` seconds for more snapshots, then encodes
-and writes only the latest one. A burst of operations therefore costs a handful of writes, and
-each write re-encodes only the pods and containers that changed
-(:class:`~nrirp.adapters.storage.json_encoding.SnapshotJsonEncoder`), so the writer holds the
-GIL, and stalls the event loop, for little time.
+and writes only the latest one. The resource manager's snapshot is unstructured when it is
+first read, so that work happens on the writer too, once per write. A burst of operations
+therefore costs a handful of writes, and each write re-encodes only the pods and containers
+that changed (:class:`~nrirp.adapters.storage.json_encoding.SnapshotJsonEncoder`), so the
+writer holds the GIL, and stalls the event loop, for little time.
 
 Durability: :meth:`flush` waits until the latest snapshot is on disk (or raises why not);
 :meth:`close` flushes and stops the writer, and is also run at interpreter exit. A failed write

@@ -2,6 +2,7 @@
 
 from nrirp.domain.cache.snapshot import (
     SNAPSHOT_VERSION,
+    EncodedLater,
     Snapshot,
     SnapshotEncoder,
     SnapshotError,
@@ -15,6 +16,7 @@ __all__ = [
     "Cache",
     "CacheCheckpoint",
     "CacheError",
+    "EncodedLater",
     "Snapshot",
     "SnapshotEncoder",
     "SnapshotError",

@@ -7,7 +7,8 @@ with every offending path listed, so a corrupt or foreign state file is never ha
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import suppress
 from types import MappingProxyType
 from typing import Any
@@ -15,9 +16,10 @@ from typing import Any
 import attrs
 import cattrs
 from cattrs.errors import ForbiddenExtraKeysError
+from cattrs.gen import make_dict_unstructure_fn, override
 
 from nrirp.domain.cpuset import CPUSet, CPUSetError, structure_cpuset, unstructure_cpuset
-from nrirp.domain.model import Container, Pod
+from nrirp.domain.model import Container, LinuxResources, PendingChanges, Pod
 
 SNAPSHOT_VERSION = 1
 
@@ -99,30 +101,157 @@ class SnapshotEncoder:
 
     Between two operations almost every object is unchanged and in the same place, so the
     comparison with the previous snapshot runs position by position at C speed and only the
-    objects that differ are looked up or unstructured. The returned dicts share those parts
-    between calls: consumers must not modify them, and the encoder never modifies what it
-    returned (a store may keep it, see :class:`~nrirp.domain.ports.state_store.StateStore`).
+    objects that differ are looked up or unstructured. A container that changed is
+    unstructured from its previous version's form, field by field (:class:`_Fieldwise`); an
+    unchanged configuration or policy data keeps its form. The returned dicts share those
+    parts between calls: consumers must not modify them, and the encoder never modifies what
+    it returned (a store may keep it, see :class:`~nrirp.domain.ports.state_store.StateStore`).
     """
 
     def __init__(self) -> None:
         self._pods: _Encoded = ((), [])
         self._containers: _Encoded = ((), [])
+        self._policy_data: tuple[Any, Any] = (_NOTHING, None)
+        self._config: tuple[Any, Any] = (_NOTHING, None)
+        self._lock = threading.Lock()
 
     def encode(self, snapshot: Snapshot) -> dict[str, Any]:
+        """The JSON-compatible form of ``snapshot`` (thread-safe)."""
+        with self._lock:
+            return self._encode_locked(snapshot)
+
+    def _encode_locked(self, snapshot: Snapshot) -> dict[str, Any]:
         self._pods = _reencode(snapshot.pods, self._pods)
         self._containers = _reencode(snapshot.containers, self._containers)
+        # the same configuration (and policy data) as last time: the same unstructured form
+        data_from, data = self._policy_data
+        if snapshot.policy_data is not data_from and snapshot.policy_data != data_from:
+            data = _CONVERTER.unstructure(snapshot.policy_data)
+            self._policy_data = (snapshot.policy_data, data)
+        config_from, config = self._config
+        if snapshot.config is not config_from:
+            config = _CONVERTER.unstructure(snapshot.config)
+            self._config = (snapshot.config, config)
         return {
             "version": snapshot.version,
             "policy": snapshot.policy,
             "pods": self._pods[1],
             "containers": self._containers[1],
-            "policy_data": _CONVERTER.unstructure(snapshot.policy_data),
-            "config": _CONVERTER.unstructure(snapshot.config),
+            "policy_data": data,
+            "config": config,
         }
 
+    def later(self, snapshot: Snapshot) -> EncodedLater:
+        """``snapshot`` as a mapping that is encoded when it is first read."""
+        return EncodedLater(self, snapshot)
+
+
+class EncodedLater(Mapping[str, Any]):
+    """A snapshot in its JSON-compatible form, built by a :class:`SnapshotEncoder` on first read.
+
+    The resource manager saves after every operation that changed something; unstructuring
+    costs time for every container that changed (an exclusive container moves every shared
+    container of its pool). Handing the store this mapping moves that work to where the store
+    reads it: its background writer, or a flush. Snapshot values are immutable, so the result
+    is what encoding at once would have given; a store that keeps only the latest snapshot
+    never encodes the others.
+    """
+
+    __slots__ = ("_data", "_encoder", "_snapshot")
+
+    def __init__(self, encoder: SnapshotEncoder, snapshot: Snapshot) -> None:
+        self._encoder = encoder
+        self._snapshot: Snapshot | None = snapshot
+        self._data: dict[str, Any] | None = None
+
+    def _encoded(self) -> dict[str, Any]:
+        data = self._data
+        if data is None:
+            with self._encoder._lock:  # one encoding, even when two threads read at once
+                data = self._data
+                if data is None:
+                    assert self._snapshot is not None
+                    data = self._data = self._encoder._encode_locked(self._snapshot)
+                    self._snapshot = None
+        return data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._encoded()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._encoded())
+
+    def __len__(self) -> int:
+        return len(self._encoded())
+
+
+_NOTHING = object()
 
 _Encoded = tuple[Sequence[Any], list[dict[str, Any]]]
 """Objects and their unstructured forms, position by position."""
+
+
+_FACTORY: Any = type(attrs.Factory(dict))
+
+
+class _Fieldwise:
+    """Unstructures a new version of a value from the unstructured form of its previous
+    version: a field that holds the very same object keeps its form (or stays left out at
+    its default), a changed one is unstructured alone by a hook cattrs generates for that
+    field only. The result equals the whole-class hook's, keys in the same order.
+
+    A changed cpuset is the usual change of a container: the labels, annotations, tags and
+    requirements keep their forms, and so do the other fields of its resources (``nested``).
+    """
+
+    def __init__(self, cls: type, nested: Mapping[str, _Fieldwise] | None = None) -> None:
+        fields = attrs.fields(cls)
+        names = [a.name for a in fields]
+        self._values_of = operator.attrgetter(*names)
+        self._fields: list[tuple[str, Any, _Fieldwise | None, Any]] = []
+        for a in fields:
+            omitted: dict[str, Any] = {other: override(omit=True) for other in names}
+            del omitted[a.name]
+            alone: Any = make_dict_unstructure_fn(
+                cls, _CONVERTER, _cattrs_omit_if_default=True, **omitted
+            )
+            inner = (nested or {}).get(a.name)
+            default: Any = a.default
+            if inner is not None and isinstance(default, _FACTORY):  # as cattrs: a product
+                default = default.factory()
+            self._fields.append((a.name, alone, inner, default))
+
+    def unstructure(self, new: Any, old: Any, old_part: Mapping[str, Any]) -> dict[str, Any]:
+        part: dict[str, Any] = {}
+        for (name, alone, nested, default), value, previous in zip(
+            self._fields, self._values_of(new), self._values_of(old), strict=True
+        ):
+            if value is previous:
+                if name in old_part:
+                    part[name] = old_part[name]
+            elif nested is not None and name in old_part and value != default:
+                part[name] = nested.unstructure(value, previous, old_part[name])
+            else:
+                part.update(alone(new))
+        return part
+
+
+_RESOURCES = _Fieldwise(LinuxResources)
+_BY_TYPE: dict[type, _Fieldwise] = {
+    Container: _Fieldwise(
+        Container,
+        {"resources": _RESOURCES, "pending": _Fieldwise(PendingChanges, {"resources": _RESOURCES})},
+    ),
+}
+
+
+def _unstructure(value: Any, old: Any, old_part: Mapping[str, Any] | None) -> Any:
+    """``value`` unstructured, from ``old``'s form when ``old`` is its previous version."""
+    kind = type(value)
+    fieldwise = _BY_TYPE.get(kind)
+    if fieldwise is not None and old_part is not None and type(old) is kind and old.id == value.id:
+        return fieldwise.unstructure(value, old, old_part)
+    return _CONVERTER.unstructure(value, kind)
 
 
 def _reencode(values: Sequence[Any], previous: _Encoded) -> _Encoded:
@@ -139,7 +268,11 @@ def _reencode(values: Sequence[Any], previous: _Encoded) -> _Encoded:
         value = values[i]
         part = moved.get(id(value))
         if part is None:
-            part = _CONVERTER.unstructure(value, type(value))
+            # most often a new version of the object that was in its place before
+            if i < len(parts):
+                part = _unstructure(value, old_values[i], old_parts[i])
+            else:
+                part = _unstructure(value, None, None)
         if i < len(parts):
             parts[i] = part
         else:

@@ -144,6 +144,7 @@ class ResourceManager:
         self._decided: set[str] = set()
         self._outbox: list[Update] = []
         self._encoder = SnapshotEncoder()
+        self._config_dumped: tuple[PolicyConfig | None, dict[str, Any] | None] = (None, None)
         self._operation = ""
         self._started = False
         self._reallocate_survivors = False
@@ -534,11 +535,10 @@ class ResourceManager:
         self, operation: str, subject: str | None = None, hook: Hook | None = None
     ) -> ControlContext:
         pending = self.cache.pending_containers()
+        decided = self._decided
         for ctr in pending:
             changed = ctr.pending.resources
-            if (
-                changed.cpus is not None or changed.mems is not None
-            ) and ctr.id not in self._decided:
+            if (changed.cpus is not None or changed.mems is not None) and ctr.id not in decided:
                 self._record_decision(ctr, operation, True)
         ctx = ControlContext(operation, self.cache)
         enforce(self._controllers, ctx, subject, hook, pending)
@@ -696,21 +696,32 @@ class ResourceManager:
         self.cache.set_policy_data(self._policy.name, exported)
         if self._store is None or not self.cache.dirty:
             return
-        config = self.cache.config
         snapshot = Snapshot(
             version=SNAPSHOT_VERSION,
             policy=self._policy.name,
             pods=tuple(self.cache.pods()),
             containers=tuple(self.cache.containers()),
-            policy_data=self.cache.all_policy_data(),
-            config=dict(self._codec.dump(config)) if config is not None else None,
+            policy_data=self.cache.policy_data_view(),
+            config=self._config_document(self.cache.config),
         )
         try:
-            self._store.save(self._encoder.encode(snapshot))
+            # unstructured when the store reads it (its writer thread, a flush), not here
+            self._store.save(self._encoder.later(snapshot))
         except StateStoreError as exc:
             self._notify(f"state not saved (will retry): {exc}", Severity.ERROR, None)
             return
         self.cache.mark_clean()
+
+    def _config_document(self, config: PolicyConfig | None) -> dict[str, Any] | None:
+        """The document form of ``config``, dumped once per configuration (configs are
+        immutable; snapshots share the document and nothing modifies it)."""
+        if config is None:
+            return None
+        dumped_from, document = self._config_dumped
+        if config is not dumped_from:
+            document = dict(self._codec.dump(config))
+            self._config_dumped = (config, document)
+        return document
 
     # ================================================================== internals: records
     def _record_decision(self, container: Container, reason: str, ok: bool) -> None:
