@@ -252,3 +252,34 @@ def test_missing_ids_are_refused() -> None:
         pod_from_pb(api_pb2.PodSandbox(name="x"))
     with pytest.raises(TranslationError, match="container without an id"):
         container_from_pb(api_pb2.Container(name="x"))
+
+
+def _plain_update_pb(update: Update) -> api_pb2.ContainerUpdate:
+    """The update built the plain way: its resources message copied in."""
+    pb = api_pb2.ContainerUpdate(
+        container_id=update.container_id, ignore_failure=update.ignore_failure
+    )
+    pb.linux.resources.CopyFrom(resources_to_pb(update.resources))
+    return pb
+
+
+CPUSET_ONLY = st.builds(
+    LinuxResources, cpus=optional(CPUSETS | st.just(CPUSet())), mems=optional(CPUSETS)
+)
+
+
+@settings(max_examples=200)
+@given(
+    st.builds(
+        Update,
+        container_id=NAMES,
+        resources=RESOURCES | CPUSET_ONLY,
+        ignore_failure=st.booleans(),
+    )
+)
+def test_update_is_written_in_place_with_the_same_content(update: Update) -> None:
+    fast, plain = update_to_pb(update), _plain_update_pb(update)
+    assert fast == plain  # map entries may be serialized in another order, as protobuf allows
+    if update.resources.only_cpusets():
+        assert fast.SerializeToString() == plain.SerializeToString()
+    assert fast.linux.HasField("resources")  # present even when it sets nothing

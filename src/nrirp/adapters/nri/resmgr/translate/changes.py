@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.resmgr.translate.errors import TranslationError
-from nrirp.adapters.nri.resmgr.translate.resources import resources_from_pb, resources_to_pb
+from nrirp.adapters.nri.resmgr.translate.resources import (
+    fill_resources_pb,
+    resources_from_pb,
+    resources_to_pb,
+)
 from nrirp.domain.model import (
     Adjustment,
     IOPriority,
@@ -141,12 +145,18 @@ def scheduling_from_pb(pb: api_pb2.LinuxScheduler) -> Scheduling:
 
 
 def update_to_pb(update: Update) -> api_pb2.ContainerUpdate:
-    """The NRI update for ``update`` (only the resources it sets)."""
-    pb = api_pb2.ContainerUpdate(
-        container_id=update.container_id, ignore_failure=update.ignore_failure
-    )
-    pb.linux.resources.CopyFrom(resources_to_pb(update.resources))
+    """The NRI update for ``update`` (only the resources it sets; ``linux.resources`` is
+    present even when it sets none)."""
+    pb = _ContainerUpdate(container_id=update.container_id)
+    if update.ignore_failure:
+        pb.ignore_failure = True
+    resources = pb.linux.resources
+    resources.SetInParent()
+    fill_resources_pb(resources, update.resources)  # written in place: no copy per update
     return pb
+
+
+_ContainerUpdate = api_pb2.ContainerUpdate
 
 
 def update_from_pb(pb: api_pb2.ContainerUpdate) -> Update:

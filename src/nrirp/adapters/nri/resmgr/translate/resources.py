@@ -84,6 +84,19 @@ def _unsigned(value: int, field: str) -> int:
 def resources_to_pb(res: LinuxResources) -> api_pb2.LinuxResources:
     """NRI resources carrying exactly the fields ``res`` sets."""
     pb = api_pb2.LinuxResources()
+    fill_resources_pb(pb, res)
+    return pb
+
+
+def fill_resources_pb(pb: api_pb2.LinuxResources, res: LinuxResources) -> None:
+    """Set the fields of the (empty) NRI resources ``pb`` that ``res`` sets."""
+    if res.only_cpusets():  # the usual update: a new cpuset (an empty set is "not set")
+        cpus, mems = res.cpus, res.mems
+        if cpus:
+            pb.cpu.cpus = str(cpus)
+        if mems:
+            pb.cpu.mems = str(mems)
+        return
     _cpu_to_pb(res, pb)
     _memory_to_pb(res, pb)
     for page_size, limit in res.hugepage_limits.items():
@@ -98,7 +111,6 @@ def resources_to_pb(res: LinuxResources) -> api_pb2.LinuxResources:
         pb.unified[key] = value
     if res.pids_limit is not None:
         pb.pids.limit = _signed(res.pids_limit, "pids limit")
-    return pb
 
 
 def _cpu_to_pb(res: LinuxResources, pb: api_pb2.LinuxResources) -> None:
