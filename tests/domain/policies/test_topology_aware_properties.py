@@ -34,6 +34,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from nrirp.adapters.fakehw import expected_machine, load_machine, spec_from_data, spec_to_data
+from nrirp.adapters.fakehw.hints import FakeTopologyHints
 from nrirp.adapters.memory import InMemoryStateStore, RecordingRuntimeUpdates
 from nrirp.adapters.nri.simruntime.kubelet import (
     Resources,
@@ -48,6 +49,7 @@ from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import (
     Container,
     ContainerState,
+    Device,
     LinuxResources,
     Pod,
     QOSClass,
@@ -56,6 +58,7 @@ from nrirp.domain.model import (
 from nrirp.domain.pipeline import OperationFailedError, ResourceManager
 from nrirp.domain.policies import builtin_registry
 from nrirp.domain.topology import Machine, MemoryType
+from nrirp.domain.topology.hints import TopologyHint
 
 POLICY = "topology-aware"
 DOMAIN = "resource-policy.nri.io"
@@ -133,6 +136,25 @@ def memory_of(m: Machine, unit: Unit, types: frozenset[MemoryType]) -> CPUSet:
     return CPUSet.from_ids(n for n in nodes if m.memory_type(n) in types)
 
 
+@functools.cache
+def hint_table(name: str) -> Mapping[str, TopologyHint]:
+    """Fake devices: ``/dev/node<N>`` local to each NUMA node with CPUs, and ``/dev/nic``
+    local to one core only (for pick-resources-by-hints)."""
+    m = machine(name)
+    table = {
+        f"/dev/node{n}": TopologyHint(
+            f"/sys/devices/pci0000:{n:02x}/0000:{n:02x}:00.0",
+            cpus=m.node_cpus(n),
+            nodes=CPUSet.of(n),
+        )
+        for n in m.cpu_nodes
+    }
+    table["/dev/nic"] = TopologyHint(
+        "/sys/devices/pci0000:ff/0000:ff:00.0", cpus=m.thread_siblings(m.all_cpus.max())
+    )
+    return table
+
+
 # ====================================================================== workload model
 @attrs.frozen
 class CtrSpec:
@@ -143,6 +165,7 @@ class CtrSpec:
     memory: int = 0  # request in bytes (== limit for guaranteed)
     memory_limit: int | None = None
     annotations: Mapping[str, str] = attrs.field(factory=dict)
+    devices: tuple[str, ...] = ()  # device node paths (topology hints, see hint_table)
 
     def resources(self) -> Resources:
         if self.kind == "besteffort":
@@ -191,6 +214,7 @@ class PodSpec:
             oom_score_adj=oom_score_adj(
                 self.qos, ctr.resources().memory_request, memory_capacity(m)
             ),
+            devices=tuple(Device(path) for path in ctr.devices),
         )
 
 
@@ -205,6 +229,10 @@ def linux_resources(res: Resources) -> LinuxResources:
     )
 
 
+def machine_name(m: Machine) -> str:
+    return next(name for name in MACHINE_NAMES if machine(name) is m)
+
+
 ANNOTATION_CHOICES: dict[str, list[str]] = {
     "prefer-isolated-cpus": ["true", "false"],
     "prefer-shared-cpus": ["true", "false"],
@@ -213,6 +241,9 @@ ANNOTATION_CHOICES: dict[str, list[str]] = {
     "cpu.preserve": ["true"],
     "memory.preserve": ["true"],
     "prefer-cpu-priority": ["high", "normal", "low"],
+    "pick-resources-by-hints": ["true"],
+    "strict.topologyhints": ["true"],
+    "topologyhints": ["false"],
 }
 
 
@@ -252,7 +283,11 @@ def containers(draw: st.DrawFn, name: str, kind: str, m: Machine, max_cpus: int)
         annotations[key] = draw(st.sampled_from(choices))
     if draw(st.integers(0, 3)) > 0:
         annotations = {}  # most containers are plain
-    return attrs.evolve(spec, annotations=annotations)
+    devices: tuple[str, ...] = ()
+    if draw(st.integers(0, 3)) == 0:
+        paths = sorted(hint_table(machine_name(m)))
+        devices = tuple(draw(st.lists(st.sampled_from(paths), min_size=1, max_size=2, unique=True)))
+    return attrs.evolve(spec, annotations=annotations, devices=devices)
 
 
 KINDS = ["besteffort", "burstable", "burstable-unlimited", "guaranteed-int", "guaranteed-frac"]
@@ -287,7 +322,7 @@ def pods(draw: st.DrawFn, index: int, m: Machine, max_cpus: int) -> PodSpec:
 def operations(
     draw: st.DrawFn, m: Machine, max_cpus: int, length: int, reconfigure: bool
 ) -> list[tuple[Any, ...]]:
-    kinds = ["create", "create", "create", "resize", "delete", "restart"]
+    kinds = ["create", "create", "create", "resize", "stop", "delete", "restart"]
     if reconfigure:
         kinds += ["reconfigure", "reconfigure"]
     ops: list[tuple[Any, ...]] = []
@@ -306,6 +341,8 @@ def operations(
             )
         elif what == "delete":
             ops.append(("delete", draw(st.integers(0, 99))))
+        elif what == "stop":  # a container exits (its pod stays)
+            ops.append(("stop", draw(st.integers(0, 99)), draw(st.integers(0, 1))))
         elif what == "restart":
             # the runtime may have lost a pod while the daemon was down
             ops.append(("restart", draw(st.one_of(st.none(), st.integers(0, 99)))))
@@ -381,6 +418,7 @@ class Rig:
             machine=machine(machine_name),
             store=store,
             updates=sent,
+            hints=FakeTopologyHints(hint_table(machine_name)),
         )
         return cls(machine_name, store, manager, sent)
 
@@ -487,6 +525,9 @@ def apply(world: World, rig: Rig, op: tuple[Any, ...], *, checked: bool = True) 
         resized = resize(ctr, millis)
         if resized is None or manager.container(f"id-{target.name}-{ctr.name}") is None:
             return outcomes
+        known = manager.container(f"id-{target.name}-{ctr.name}")
+        if known is None or not known.state.holds_resources:
+            return outcomes
         container = target.container(ctr, m)
         outcomes.append(
             attempt(
@@ -496,6 +537,13 @@ def apply(world: World, rig: Rig, op: tuple[Any, ...], *, checked: bool = True) 
                 container.id,
             )
         )
+    elif op[0] == "stop":
+        target = pick(world, op[1])
+        if target is None:
+            return outcomes
+        ctr = target.containers[op[2] % len(target.containers)]
+        container = target.container(ctr, m)
+        outcomes.append(attempt(lambda: manager.stop_container(target.pod(), container)))
     elif op[0] == "delete":
         target = pick(world, op[1])
         if target is None:
@@ -776,6 +824,15 @@ def check_isolation_preference(world: World, rig: Rig, spec: PodSpec, free_befor
 
 
 # ====================================================================== the property
+MACHINE_NAMES = [
+    "box-16",
+    "box-16-isolated",
+    "hybrid-desktop",
+    "server-112-pmem",
+    "server-4s-144",
+    "hbm-cxl",
+    "sparse-8s-4096",
+]
 MACHINES = [  # name, largest integer CPU request, examples
     ("box-16", 6, 100),
     ("box-16-isolated", 6, 80),
