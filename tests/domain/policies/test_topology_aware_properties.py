@@ -344,8 +344,10 @@ def operations(
         elif what == "stop":  # a container exits (its pod stays)
             ops.append(("stop", draw(st.integers(0, 99)), draw(st.integers(0, 1))))
         elif what == "restart":
-            # the runtime may have lost a pod while the daemon was down
-            ops.append(("restart", draw(st.one_of(st.none(), st.integers(0, 99)))))
+            # while the daemon was down the runtime may have lost a pod and started another
+            lost = draw(st.one_of(st.none(), st.integers(0, 99)))
+            started = draw(st.one_of(st.none(), pods(index, m, max_cpus)))
+            ops.append(("restart", lost, started))
         else:
             ops.append(("reconfigure", draw(st.integers(0, 9))))
     return ops
@@ -854,7 +856,7 @@ def run_workload(machine_name: str, config_index: int, ops: list[tuple[Any, ...]
     check_invariants(world, rig)
     for op in ops:
         if op[0] == "restart":
-            rig = restart(world, rig, twin, op[1])
+            rig = restart(world, rig, twin, op[1], op[2])
         else:
             free_isolated = isolated_free(world, rig)
             outcomes = apply(world, rig, op)
@@ -879,10 +881,12 @@ def run_workload(machine_name: str, config_index: int, ops: list[tuple[Any, ...]
     assert list(rig.manager.topology_zones()) == list(fresh.manager.topology_zones())
 
 
-def restart(world: World, rig: Rig, twin: Rig, lost_pick: int | None) -> Rig:
+def restart(
+    world: World, rig: Rig, twin: Rig, lost_pick: int | None, started: PodSpec | None
+) -> Rig:
     """Restart ``rig``'s manager from its saved state: the same allocations. The runtime's
-    Synchronize then reports what runs, maybe without a pod lost meanwhile (the twin removes
-    it the ordinary way)."""
+    Synchronize then reports what runs: maybe without a pod lost meanwhile, maybe with one
+    started meanwhile (the twin removes and creates them the ordinary way)."""
     before = allocations(rig.manager)
     described = (rig.manager.describe(), list(rig.manager.topology_zones()))
     rig = rig.restarted()
@@ -894,15 +898,38 @@ def restart(world: World, rig: Rig, twin: Rig, lost_pick: int | None) -> Rig:
         c for c in rig.manager.containers() if c.state.holds_resources and c.pod_id != lost_id
     ]
     pods = [p for p in rig.manager.pods() if p.id != lost_id]
+    if started is not None:
+        pods.append(started.pod())
+        running += [
+            attrs.evolve(started.container(c, world.machine), state=ContainerState.RUNNING)
+            for c in started.containers
+        ]
     placed = placements(rig.manager)
     updates = rig.manager.synchronize(pods, running)
-    if lost is None:
+    if lost is None and started is None:
         assert updates == [], "a restart with nothing changed sent updates"
         assert allocations(rig.manager) == before
         return rig
-    check_updates(placed, placements(rig.manager), updates, "")
-    twin.manager.remove_pod(lost.pod())
-    record(world, ("delete", lost_pick), [True])
+    new = {f"id-{started.name}-{c.name}" for c in started.containers} if started else set()
+    after = {k: v for k, v in placements(rig.manager).items() if k not in new}
+    check_updates(placed, after, [u for u in updates if u.container_id not in new], "")
+    if lost is not None:
+        twin.manager.remove_pod(lost.pod())
+        record(world, ("delete", lost_pick), [True])
+    if started is not None:
+        outcomes = apply(world, twin, ("create", started), checked=False)
+        for ctr, ok in zip(started.containers, outcomes, strict=True):
+            if not ok:
+                # it runs already: the policy leaves it alone (kubelet would evict it); the
+                # test then drops it from the restarted manager too
+                left = rig.manager.container(f"id-{started.name}-{ctr.name}")
+                assert left is not None and (left.cpus, left.mems, dict(left.tags)) == (
+                    None,
+                    None,
+                    {},
+                ), f"{started.name}/{ctr.name} fits nowhere but was given {left}"
+                rig.manager.remove_container(started.pod(), left)
+        record(world, ("create", started), outcomes)
     return rig
 
 
