@@ -222,3 +222,30 @@ def test_values_compare_by_fields_and_are_not_hashable() -> None:
             hash(value)
         with pytest.raises(attrs.exceptions.FrozenInstanceError):
             value.foo = 1  # type: ignore[attr-defined]
+
+
+def test_containers_moved_to_the_same_set_one_after_the_other() -> None:
+    """A pool's shared containers get the very same set object in a row; each must still end
+    up with exactly its own change (the model hands out equal change values again)."""
+    pod = make_pod()
+    shared, other = CPUSet.parse("2-7"), CPUSet.parse("0-1")
+    before = [
+        attrs.evolve(make_container(pod, f"c{i}"), resources=LinuxResources(cpus=cpus, mems=mems))
+        for i, (cpus, mems) in enumerate(
+            [(other, CPUSet.of(0)), (shared, CPUSet.of(0)), (other, CPUSet.of(1)), (None, None)]
+        )
+    ]
+    moved = [c.with_resources(LinuxResources(cpus=shared, mems=c.mems)) for c in before]
+    moved.append(before[0].with_mems(CPUSet.of(1)).with_cpus(shared))
+    assert [c.cpus for c in moved] == [shared] * 5
+    assert moved[1] is before[1]  # already there: no change at all
+    expected = [
+        LinuxResources(cpus=shared),
+        LinuxResources(),
+        LinuxResources(cpus=shared),
+        LinuxResources(cpus=shared),
+        LinuxResources(cpus=shared, mems=CPUSet.of(1)),
+    ]
+    assert [c.pending.resources for c in moved] == expected
+    assert [c.mems for c in moved] == [CPUSet.of(0), CPUSet.of(0), CPUSet.of(1), None, CPUSet.of(1)]
+    assert all(c.pending.controllers == {RUNTIME_CONTROLLER} for i, c in enumerate(moved) if i != 1)

@@ -131,6 +131,7 @@ def enforce(
                 if invoke(controller, subject_hook, ctx, current):
                     cache.clear_pending(subject, controller.name)
     order = _order(registry)
+    by_name = {controller.name: controller for controller in registry}
     for ctr in cache.pending_containers() if pending is None else pending:
         cid = ctr.id
         if cid == subject and subject_hook is not None:
@@ -138,7 +139,7 @@ def enforce(
         controllers = ctr.pending.controllers
         names = sorted(controllers, key=order) if len(controllers) > 1 else controllers
         for name in names:
-            marked = registry.get(name)
+            marked = by_name.get(name)
             if marked is None:
                 ctx.notice("control", f"no controller {name!r} to deliver changes", cid)
                 cache.clear_pending(cid, name)

@@ -110,7 +110,7 @@ class Container(FieldsEqual):
             return self
         pending = self.pending
         if pending is NO_CHANGES:  # nothing pending (the usual case): no merging needed
-            new_pending = replaced(NO_CHANGES, {"resources": effective, "controllers": _RUNTIME})
+            new_pending = _runtime_pending(effective)
         else:
             controllers = pending.controllers
             if RUNTIME_CONTROLLER not in controllers:
@@ -217,3 +217,19 @@ class Container(FieldsEqual):
 
 
 _RUNTIME = frozenset({RUNTIME_CONTROLLER})
+_last_pending: tuple[LinuxResources | None, PendingChanges] = (None, NO_CHANGES)
+
+
+def _runtime_pending(resources: LinuxResources) -> PendingChanges:
+    """Pending changes of only ``resources`` for the runtime controller.
+
+    Containers moved together (a pool's shared containers) get the same change one after the
+    other: the last pending changes made are handed out again for an equal change (values are
+    immutable; the comparison is cheap, the sets in it are usually the very same objects)."""
+    global _last_pending
+    last, made = _last_pending
+    if resources is last or resources == last:
+        return made
+    made = replaced(NO_CHANGES, {"resources": resources, "controllers": _RUNTIME})
+    _last_pending = (resources, made)  # one tuple: threads never see a mixed pair
+    return made

@@ -105,14 +105,31 @@ class LinuxResources(FieldsEqual):
         if new_cpus == (cpus is not None) and new_mems == (mems is not None):
             return self  # every field set here is a change
         if new_cpus:
-            return replaced(NO_RESOURCES, {"cpus": cpus})
+            return _only("cpus", cpus)
         if new_mems:
-            return replaced(NO_RESOURCES, {"mems": mems})
+            return _only("mems", mems)
         return NO_RESOURCES
 
 
 def _frozen(values: dict[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(values)
+
+
+_last_only: tuple[str, CPUSet | None, LinuxResources | None] = ("", None, None)
+
+
+def _only(field: str, value: CPUSet | None) -> LinuxResources:
+    """Resources setting only ``field`` (cpus or mems) to ``value``.
+
+    A policy usually gives every container of a pool the very same set object, one container
+    after the other: the last one made is handed out again for it (values are immutable)."""
+    global _last_only
+    last_field, last_value, made = _last_only
+    if value is last_value and field == last_field and made is not None:
+        return made
+    made = replaced(NO_RESOURCES, {field: value})
+    _last_only = (field, value, made)  # one tuple: threads never see a mixed pair
+    return made
 
 
 _FIELDS = tuple(f.name for f in attrs.fields(LinuxResources))

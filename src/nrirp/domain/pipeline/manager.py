@@ -726,6 +726,7 @@ class ResourceManager:
     # ================================================================== internals: records
     def _record_decision(self, container: Container, reason: str, ok: bool) -> None:
         pod = self.cache.pod(container.pod_id)
+        resources = container.resources
         self._decided.add(container.id)
         self._decisions.append(
             Decision(
@@ -734,8 +735,8 @@ class ResourceManager:
                 container_name=container.name,
                 pod_name=pod.name if pod else "",
                 namespace=pod.namespace if pod else "",
-                cpus=container.cpus,
-                mems=container.mems,
+                cpus=resources.cpus,
+                mems=resources.mems,
                 reason=reason,
                 ok=ok,
             )
