@@ -15,15 +15,44 @@ from nrirp.domain.topology.hints import TopologyHint
 from .support import GiB, anno, config, make_rig
 
 
-def test_hide_hyperthreads_keeps_one_thread_per_core() -> None:
+def test_hide_hyperthreads_gives_whole_cores_and_shows_one_thread_of_each() -> None:
     rig = make_rig("box-16")  # smt-adjacent: cores are (0,1), (2,3), ...
-    _, ctr, _ = rig.run("g", "Guaranteed", cpu=4000, annotations=anno("hide-hyperthreads", "true"))
+    hide = anno("hide-hyperthreads", "true")
+    _, ctr, _ = rig.run("g", "Guaranteed", cpu=4000, annotations=hide)
     exclusive = CPUSet.parse(rig.tags(ctr)["topology-aware.exclusive"])
-    assert len(exclusive) == 4
     cores = {rig.machine.core_of(c).cpus for c in exclusive}
+    # 4 CPUs asked: 4 whole cores held, one thread of each shown, the siblings left idle
+    assert len(cores) == 4 and CPUSet().union(*cores) == exclusive and len(exclusive) == 8
     assert rig.cpus(ctr) == CPUSet.from_ids(c.min() for c in cores)
-    _, shared, _ = rig.run("s", cpu=200, annotations=anno("hide-hyperthreads", "true"))
+    _, shared, _ = rig.run("s", cpu=200, annotations=hide)
+    assert rig.cpus(shared).isdisjoint(exclusive)  # nobody else gets the idle siblings
     assert all(len(rig.machine.core_of(c).cpus & rig.cpus(shared)) == 1 for c in rig.cpus(shared))
+    _, plain, _ = rig.run("p", cpu=200)
+    assert rig.cpus(plain).isdisjoint(exclusive)
+
+
+def test_hide_hyperthreads_on_the_112_cpu_machine_keeps_the_requested_count() -> None:
+    rig = make_rig("server-112-pmem")
+    _, ctr, _ = rig.run("g", "Guaranteed", cpu=2000, annotations=anno("hide-hyperthreads", "true"))
+    exclusive = CPUSet.parse(rig.tags(ctr)["topology-aware.exclusive"])
+    assert len(rig.cpus(ctr)) == 2  # not one CPU for a 2-CPU request
+    assert exclusive == CPUSet().union(*(rig.machine.thread_siblings(c) for c in rig.cpus(ctr)))
+    assert len(exclusive) == 4
+    # a restart keeps the whole cores as they are
+    again = make_rig("server-112-pmem", store=rig.store, clock=rig.clock)
+    assert again.cpus(ctr) == rig.cpus(ctr) and again.updates.updates == []
+    assert again.tags(ctr)["topology-aware.exclusive"] == str(exclusive)
+
+
+def test_hide_hyperthreads_mixed_and_refusal_name_whole_cores() -> None:
+    rig = make_rig("box-16")
+    hide = anno("hide-hyperthreads", "true")
+    _, mixed, _ = rig.run("m", "Guaranteed", cpu=1500, annotations=hide)
+    exclusive = CPUSet.parse(rig.tags(mixed)["topology-aware.exclusive"])
+    assert len(exclusive) == 2 and exclusive == rig.machine.core_of(exclusive.min()).cpus
+    assert exclusive.min() in rig.cpus(mixed) and exclusive.max() not in rig.cpus(mixed)
+    with pytest.raises(OperationFailedError, match=r"no pool has 8 exclusive CPUs \(whole cores"):
+        rig.run("big", "Guaranteed", cpu=8000, annotations=hide)
 
 
 def test_cpu_preserve_leaves_cpus_alone_but_pins_memory() -> None:

@@ -202,7 +202,7 @@ def test_exclusive_refused_when_shared_requests_would_not_fit() -> None:
     with pytest.raises(OperationFailedError) as failure:
         rig.run("g1", "Guaranteed", cpu=1000)
     message = str(failure.value)
-    assert "no pool has 1 exclusive CPUs" in message
+    assert "no pool has 1 exclusive CPU: " in message
     assert "socket #0 has 2 sharable CPUs of which 1500m are used by shared containers" in message
     assert list(rig.alloc.grants) == [burst.id]
     assert rig.alloc.supply.sharable[0] == CPUSet.parse("1-2")

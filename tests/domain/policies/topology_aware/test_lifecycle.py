@@ -226,3 +226,102 @@ def test_topology_zones_metrics_and_describe() -> None:
     described = rig.manager.describe()
     grants = {cid for p in described["pools"] for cid in p["grants"]}
     assert g.id in grants and described["reserved"] == "0"
+
+
+def _shared_fits(rig: object) -> None:
+    """Every pool's shared grants fit its shared CPUs."""
+    supply = rig.alloc.supply  # type: ignore[attr-defined]
+    for pool in rig.alloc.tree.pools:  # type: ignore[attr-defined]
+        assert supply.shared_granted[pool.id] <= 1000 * len(supply.sharable[pool.id]), pool
+
+
+def test_reconfigure_moves_shared_grants_the_new_config_leaves_no_room_for() -> None:
+    rig = make_rig("box-16", config(reservedResources={"cpu": "cpuset:0"}))
+    conts = [rig.run(f"b{i}", cpu=1000, limit=1000)[1] for i in range(12)]
+    outcome = rig.manager.reconfigure(config(reservedResources={"cpu": "cpuset:0-2"}))
+    assert outcome.applied, outcome.reason
+    _shared_fits(rig)
+    assert all(not rig.cpus(c) & CPUSet.parse("0-2") for c in conts)
+    moved = [n for n in rig.log.notices if "cannot hold" in n.message]
+    assert moved, "the containers that had to move are named"
+
+
+def test_reconfigure_refuses_a_config_whose_shared_cpus_cannot_hold_the_grants() -> None:
+    rig = make_rig("box-16", config(reservedResources={"cpu": "cpuset:0"}))
+    for i in range(15):
+        rig.run(f"b{i}", cpu=1000, limit=1000)
+    before = _state(rig)
+    alloc = rig.alloc
+    outcome = rig.manager.reconfigure(config(reservedResources={"cpu": "cpuset:0-2"}))
+    assert not outcome.applied
+    assert "cannot keep" in outcome.reason and "1000m shared CPU" in outcome.reason
+    assert rig.alloc is alloc and _state(rig) == before
+    _shared_fits(rig)
+
+
+def test_reconfigure_moves_reserved_containers_to_pools_with_reserved_cpus() -> None:
+    rig = make_rig("box-16", config(reservedResources={"cpu": "cpuset:0"}))
+    _, k, _ = rig.run("k", cpu=100, namespace="kube-system")
+    assert (rig.pool(k), rig.cpus(k)) == ("NUMA node #0", CPUSet.of(0))
+    outcome = rig.manager.reconfigure(config(reservedResources={"cpu": "cpuset:8"}))
+    assert outcome.applied, outcome.reason
+    assert (rig.pool(k), rig.cpus(k), rig.mems(k)) == ("NUMA node #2", CPUSet.of(8), CPUSet.of(2))
+
+
+CLASSES = {
+    "cpuClasses": [{"name": "powersave"}],
+    "sharedPoolCPUClass": "powersave",
+}
+
+
+def _class_calls(rig: object) -> list[str]:
+    return [
+        call.target.container_id
+        for call in rig.host.calls  # type: ignore[attr-defined]
+        if call.change is not None and call.change.cpu_class is not None
+    ]
+
+
+def test_cpu_class_is_sent_again_only_when_it_changes() -> None:
+    rig = make_rig("box-16", config(CLASSES))
+    conts = [rig.run(f"b{i}", cpu=100, limit=200)[1] for i in range(3)]
+    assert sorted(_class_calls(rig)) == sorted(c.id for c in conts)
+    rig.host.calls.clear()
+    outcome = rig.manager.reconfigure(config(CLASSES, reservedPoolNamespaces=["infra"]))
+    assert outcome.applied and _class_calls(rig) == []
+    again = make_rig("box-16", config(CLASSES), store=rig.store, clock=rig.clock)
+    assert _class_calls(again) == []
+    # a new class for the shared pool does go out, once per container
+    outcome = again.manager.reconfigure(
+        config(
+            {**CLASSES, "cpuClasses": [{"name": "powersave"}, {"name": "eco"}]},
+            sharedPoolCPUClass="eco",
+        )
+    )
+    assert outcome.applied and sorted(_class_calls(again)) == sorted(c.id for c in conts)
+    assert {again.host.settings[c.id].cpu_class for c in conts} == {"eco"}
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_reconfigure_takes_containers_over_in_the_same_order_as_a_restart(restart: bool) -> None:
+    """A restart between a resize and a reconfiguration changes nothing: both take the
+    containers over in cache order (a resize re-inserts its grant, so grant order differs)."""
+    rig = make_rig("box-16")
+    created = [rig.run(f"s{i}", cpu=100, limit=200) for i in range(4)]
+    assert [rig.pool(c) for _, c, _ in created] == [f"NUMA node #{n}" for n in (1, 2, 3, 0)]
+    pod, resized, _ = created[1]
+    smaller = LinuxResources(
+        cpu_shares=shares_from_millis(150), cpu_quota=20_000, cpu_period=100_000
+    )
+    rig.manager.update_container(pod, rig.ctr(resized), smaller)
+    if restart:
+        rig = make_rig("box-16", store=rig.store, clock=rig.clock)
+    # the pools of NUMA nodes 2 and 3 go away: s1 and s2 are placed anew, s1 first
+    outcome = rig.manager.reconfigure(config(availableResources={"cpu": "cpuset:0-7"}))
+    assert outcome.applied, outcome.reason
+    assert [rig.pool(c) for _, c, _ in created] == [
+        "NUMA node #1",
+        "NUMA node #0",
+        "NUMA node #1",
+        "NUMA node #0",
+    ]

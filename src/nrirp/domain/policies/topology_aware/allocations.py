@@ -2,8 +2,9 @@
 
 The engine plans a request (nothing changes), commits a plan, releases and restores grants,
 and reports at :meth:`Allocations.flush` the cpus and mems of exactly the containers whose
-values may have changed since the last flush. A plan or commit that raises leaves the engine
-as it was.
+values may have changed since the last flush, with the reason for the ones that moved as a side
+effect. A plan or commit that raises leaves the engine as it was; so does a resize that fails
+(:meth:`Allocations.detach` then :meth:`Allocations.reattach`).
 """
 
 from __future__ import annotations
@@ -18,17 +19,19 @@ from nrirp.domain.cpuallocator import CPUAllocationError, CPUAllocator
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.memalloc import MemoryAllocationError, MemoryAllocator, MemoryRequest
 from nrirp.domain.memalloc import human_bytes as _human_bytes
+from nrirp.domain.model import QOSClass
 from nrirp.domain.policies.topology_aware.grants import Grant, SavedGrant, types_text
 from nrirp.domain.policies.topology_aware.pools import Pool, PoolTree, build_pool_tree
-from nrirp.domain.policies.topology_aware.preferences import CPUKind, Request
+from nrirp.domain.policies.topology_aware.preferences import CPUKind, CPURequest, Request
 from nrirp.domain.policies.topology_aware.resources import ManagedResources, resolve_resources
 from nrirp.domain.policies.topology_aware.scoring import (
     MemoryFit,
     Score,
     rank_pools,
     want_priority,
+    wants_normal_priority,
 )
-from nrirp.domain.policies.topology_aware.supply import Supply
+from nrirp.domain.policies.topology_aware.supply import Supply, plural
 from nrirp.domain.policy import PolicyError
 from nrirp.domain.topology import Machine, MemoryType
 from nrirp.domain.topology.hints import TopologyHint, hint_score
@@ -45,10 +48,13 @@ def human_bytes(size: int) -> str:
 @attrs.frozen
 class _PoolMemory:
     nodes: CPUSet
-    size: int
+    """The nodes the pool's requests of these types are placed in."""
+    count: int
     capacity: int
     typed_capacity: int
     has_types: bool
+    bound: int
+    """The pool whose ``pool_touch`` counter bounds the usage of zones meeting ``nodes``."""
 
 
 @attrs.frozen
@@ -66,6 +72,15 @@ class Plan:
 
 
 _EXCLUSIVE_KINDS = (CPUKind.EXCLUSIVE, CPUKind.ISOLATED)
+
+
+def compatible_kinds(kind: CPUKind) -> tuple[CPUKind, ...]:
+    """Kinds a grant may have and still serve a request of ``kind``."""
+    if kind is CPUKind.EXCLUSIVE:
+        return _EXCLUSIVE_KINDS
+    if kind is CPUKind.MIXED:
+        return (CPUKind.MIXED, *_EXCLUSIVE_KINDS)
+    return (kind,)
 
 
 class Allocations:
@@ -90,15 +105,22 @@ class Allocations:
         self.default_types: frozenset[MemoryType] = default
         self._typed_nodes: dict[frozenset[MemoryType], CPUSet] = {}
         self._capacity: dict[tuple[int, frozenset[MemoryType]], int] = {}
+        self.threads_per_core = max((len(c.cpus) for c in machine.cores.values()), default=1)
         self.grants: dict[str, Grant] = {}
         self.memory_granted = 0
         self._cpu_dirty: dict[str, None] = {}
         self._mem_dirty: dict[str, None] = {}
+        self._mem_causes: dict[str, str] = {}
+        self._detached: dict[str, Grant] = {}
         self._hide_cache: dict[CPUSet, CPUSet] = {}
-        self._all_free = 0
         self._pool_memory_cache: dict[tuple[int, frozenset[MemoryType]], _PoolMemory] = {}
+        self._zone_pools: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
         self.pool_usage: list[int] = [0] * len(self.tree.pools)
         """Bytes of grants whose memory zone lies within each pool's memory, by pool id."""
+        self.pool_touch: list[int] = [0] * len(self.tree.pools)
+        """Bytes of grants whose memory zone meets each pool's memory, by pool id."""
+        self.colocated: dict[tuple[str, str], dict[int, int]] = {}
+        """Grants per pool id of each ``("pod", pod id)`` and ``("namespace", name)``."""
 
     # ================================================================== memory facts
     def typed_nodes(self, types: frozenset[MemoryType]) -> CPUSet:
@@ -122,6 +144,14 @@ class Allocations:
             value = self.memory.capacity(pool.mems & self.typed_nodes(types))
             self._capacity[key] = value
         return value
+
+    def colocated_pools(self, key: tuple[str, str], weight: int) -> list[tuple[Pool, int]]:
+        """``(pool, weight * grants there)`` for the grants of a pod or namespace (``key``)."""
+        counts = self.colocated.get(key)
+        if not counts:
+            return []
+        pools = self.tree.pools
+        return [(pools[pid], weight * n) for pid, n in counts.items()]
 
     # ================================================================== planning
     def plan(
@@ -169,12 +199,15 @@ class Allocations:
             pools = strict
         wanted = want_priority(request.cpu)
         priority_cpus = self.priorities.get(wanted) if wanted is not None else None
-
-        top = self.tree.top.mems
-        self._all_free = self.memory.capacity(top) - self.memory.usage(top)
+        normal_cpus = (
+            self.priorities.get(CPUPriority.NORMAL, CPUSet())
+            if wants_normal_priority(request.cpu)
+            else None
+        )
+        fits: dict[int, tuple[bool, int]] = {}  # per node set, for this plan only
 
         def memory_fit(pool: Pool) -> MemoryFit:
-            return self._memory_fit(request, pool, types, size)
+            return self._memory_fit(request, pool, types, size, fits)
 
         scores = rank_pools(
             pools,
@@ -184,6 +217,8 @@ class Allocations:
             hints=hints,
             memory=memory_fit,
             priority_cpus=priority_cpus,
+            normal_cpus=normal_cpus,
+            threads=self.exclusive_threads(request.cpu),
         )
         if prefer is not None:
             preferred = [s for s in scores if s.pool is prefer and s.viable]
@@ -197,54 +232,123 @@ class Allocations:
                 return plan
         raise PolicyError(self._shortage(request, scores))
 
+    def plan_keeping(self, request: Request, old: Grant) -> Plan | None:
+        """A plan that keeps ``old``'s pool and CPUs (a resize whose CPU part still fits
+        them: exclusive CPUs stay where they are); ``None`` when the request needs another
+        placement. ``old`` must be detached (:meth:`detach`)."""
+        pool = old.pool
+        types = request.memory.types or self.default_types
+        size = 0 if request.memory.preserve else request.memory.size
+        if size and self.pool_capacity(pool, types) < size:
+            return None
+        if self._cpu_problem(request, pool, old.kind, old.exclusive) is not None:
+            return None
+        kind = CPUKind.MIXED if request.cpu.kind is CPUKind.MIXED else old.kind
+        cpu = request.cpu
+        return Plan(
+            request,
+            pool,
+            kind,
+            old.exclusive,
+            cpu.shared if kind in (CPUKind.SHARED, CPUKind.MIXED) else 0,
+            cpu.shared if kind is CPUKind.RESERVED else 0,
+            self._memory_request(request, pool, types, size),
+            types,
+        )
+
+    def exclusive_threads(self, cpu: CPURequest) -> int:
+        """CPUs the exclusive part of ``cpu`` takes: whole cores with hide-hyperthreads."""
+        return cpu.full * self.threads_per_core if cpu.hide_hyperthreads else cpu.full
+
     def _pool_memory(self, pool: Pool, types: frozenset[MemoryType]) -> _PoolMemory:
         key = (pool.id, types)
         facts = self._pool_memory_cache.get(key)
         if facts is None:
             nodes = self.pool_nodes(pool, types)
+            has_types = bool(pool.mems & self.typed_nodes(types))
             facts = _PoolMemory(
                 nodes=nodes,
-                size=len(nodes),
+                count=len(nodes),
                 capacity=self.memory.capacity(nodes),
                 typed_capacity=self.pool_capacity(pool, types),
-                has_types=bool(pool.mems & self.typed_nodes(types)),
+                has_types=has_types,
+                bound=pool.id if has_types else self.tree.top.id,
             )
             self._pool_memory_cache[key] = facts
         return facts
 
     def _memory_fit(
-        self, request: Request, pool: Pool, types: frozenset[MemoryType], size: int
+        self,
+        request: Request,
+        pool: Pool,
+        types: frozenset[MemoryType],
+        size: int,
+        known: dict[int, tuple[bool, int]],
     ) -> MemoryFit:
         facts = self._pool_memory(pool, types)
         limit = request.memory.limit
         covers = True
-        if request.cpu.burstable and limit is not None:
+        if request.qos is QOSClass.BURSTABLE and limit is not None:
             covers = facts.typed_capacity >= limit
         if not size:
-            return MemoryFit(True, True, 0, 0, facts.has_types, covers)
-        free = facts.capacity - self.pool_usage[pool.id]
-        if free >= size and self._all_free >= size:
-            # room in the pool and on the machine: the allocator would not widen anyone
-            return MemoryFit(True, True, facts.size, free - size, facts.has_types, covers)
-        try:
-            offer = self.memory.offer(
-                MemoryRequest(owner=request.container_id, size=size, nodes=facts.nodes, types=types)
+            return MemoryFit(True, 0, facts.has_types, covers)
+        key = facts.nodes.bits
+        fit = known.get(key)
+        if fit is None:
+            # Sufficient for a fit without widening anyone: every zone meeting the nodes plus
+            # the request fits in them (a set S holding the nodes N then has demand at most
+            # that plus the demand of S - N, which fitted before).
+            if self.pool_touch[facts.bound] + size <= facts.capacity:
+                fit = (True, facts.count)
+            else:
+                try:
+                    offer = self.memory.offer(
+                        MemoryRequest(
+                            owner=request.container_id, size=size, nodes=facts.nodes, types=types
+                        )
+                    )
+                    fit = (offer.fits, len(offer.nodes))
+                except MemoryAllocationError:
+                    fit = (False, 1 << 30)
+            known[key] = fit
+        return MemoryFit(fit[0], fit[1], facts.has_types, covers)
+
+    def _zone_pools_of(self, zone: CPUSet) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(pools whose memory holds ``zone``, pools whose memory meets it), by id."""
+        bits = zone.bits
+        found = self._zone_pools.get(bits)
+        if found is None:
+            pools = self.tree.pools
+            found = (
+                tuple(p.id for p in pools if bits & ~p.mems.bits == 0),
+                tuple(p.id for p in pools if bits & p.mems.bits),
             )
-        except MemoryAllocationError:
-            return MemoryFit(True, False, 1 << 30, 0, facts.has_types, covers)
-        return MemoryFit(
-            True, offer.fits, len(offer.nodes), offer.headroom, facts.has_types, covers
-        )
+            self._zone_pools[bits] = found
+        return found
 
     def _usage(self, zone: CPUSet | None, size: int) -> None:
-        """Count ``size`` bytes (negative: uncount) in every pool whose memory holds ``zone``."""
+        """Count ``size`` bytes (negative: uncount) in the pools whose memory holds or meets
+        ``zone``."""
         if zone is None or not size:
             return
-        bits = zone.bits
-        usage = self.pool_usage
-        for pool in self.tree.pools:
-            if bits & ~pool.mems.bits == 0:
-                usage[pool.id] += size
+        within, meeting = self._zone_pools_of(zone)
+        usage, touch = self.pool_usage, self.pool_touch
+        for pid in within:
+            usage[pid] += size
+        for pid in meeting:
+            touch[pid] += size
+
+    def _memory_request(
+        self, request: Request, pool: Pool, types: frozenset[MemoryType], size: int
+    ) -> MemoryRequest | None:
+        if request.memory.preserve:
+            return None
+        return MemoryRequest(
+            owner=request.container_id,
+            size=size,
+            nodes=self.pool_nodes(pool, types),
+            types=types,
+        )
 
     def _realize(
         self,
@@ -260,28 +364,49 @@ class Allocations:
         exclusive = CPUSet()
         if cpu.full:
             if score.use_isolated:
-                exclusive = self._pick(
-                    self.supply.isolated[pool.id], cpu.full, cpu.priority, hinted
-                )
+                exclusive = self._pick(self.supply.isolated[pool.id], cpu, hinted)
                 if kind is CPUKind.EXCLUSIVE:
                     kind = CPUKind.ISOLATED
             elif not cpu.require_isolated:
-                exclusive = self._pick_sharable(pool, cpu.full, cpu.priority, hinted)
-            if len(exclusive) != cpu.full:
+                exclusive = self._pick_sharable(pool, cpu, hinted)
+            if not exclusive:
                 return None
         shared = cpu.shared if kind in (CPUKind.SHARED, CPUKind.MIXED) else 0
         reserved = cpu.shared if kind is CPUKind.RESERVED else 0
-        memory = None
-        if not request.memory.preserve:
-            memory = MemoryRequest(
-                owner=request.container_id,
-                size=size,
-                nodes=self.pool_nodes(pool, types),
-                types=types,
-            )
+        memory = self._memory_request(request, pool, types, size)
         return Plan(request, pool, kind, exclusive, shared, reserved, memory, types)
 
-    def _pick(self, available: CPUSet, count: int, priority: CPUPriority, hinted: CPUSet) -> CPUSet:
+    def _pick(self, available: CPUSet, cpu: CPURequest, hinted: CPUSet) -> CPUSet:
+        """The exclusive CPUs of ``cpu`` out of ``available`` (empty when they are not
+        there): ``cpu.full`` CPUs, or that many whole cores with hide-hyperthreads."""
+        if not cpu.hide_hyperthreads:
+            return self._pick_threads(available, cpu.full, cpu.priority, hinted)
+        leads = self._core_leads(available)
+        near = CPUSet()
+        if hinted:
+            near = CPUSet.from_ids(i for i in leads if self.machine.thread_siblings(i) & hinted)
+        picked = self._pick_threads(leads, cpu.full, cpu.priority, near)
+        return CPUSet().union(*(self.machine.thread_siblings(i) for i in picked))
+
+    def _core_leads(self, cpus: CPUSet) -> CPUSet:
+        """The first thread of every core whose threads are all in ``cpus``."""
+        siblings = self.machine.thread_siblings
+        return CPUSet.from_ids(
+            i for i in cpus if siblings(i).min() == i and siblings(i).issubset(cpus)
+        )
+
+    def exclusive_shape_ok(self, cpu: CPURequest, cpus: CPUSet) -> bool:
+        """Do ``cpus`` hold what ``cpu``'s exclusive part asks: ``full`` CPUs, or ``full``
+        whole cores with hide-hyperthreads?"""
+        if not cpu.hide_hyperthreads:
+            return len(cpus) == cpu.full
+        leads = self._core_leads(cpus)
+        whole = sum(len(self.machine.thread_siblings(i)) for i in leads)
+        return len(leads) == cpu.full and whole == len(cpus)
+
+    def _pick_threads(
+        self, available: CPUSet, count: int, priority: CPUPriority, hinted: CPUSet
+    ) -> CPUSet:
         if len(available) < count:
             return CPUSet()
         try:
@@ -297,19 +422,19 @@ class Allocations:
         except CPUAllocationError:
             return CPUSet()
 
-    def _pick_sharable(
-        self, pool: Pool, count: int, priority: CPUPriority, hinted: CPUSet
-    ) -> CPUSet:
+    def _pick_sharable(self, pool: Pool, cpu: CPURequest, hinted: CPUSet) -> CPUSet:
         """Exclusive CPUs from the pool's sharable set that leave every pool they come from
         enough CPUs for its shared grants (steering around full descendants)."""
         supply = self.supply
         excluded = CPUSet()
         for _ in range(len(pool.descendants) + 1):
-            picked = self._pick(supply.sharable[pool.id] - excluded, count, priority, hinted)
+            picked = self._pick(supply.sharable[pool.id] - excluded, cpu, hinted)
             if not picked:
                 return CPUSet()
             over = supply.overcommitted_by(pool, picked)
             if not over:
+                if cpu.kind is CPUKind.MIXED and not supply.fits(pool, picked, cpu.shared):
+                    return CPUSet()
                 return picked
             below = [p for p in over if p.id != pool.id and p not in pool.ancestors]
             if len(below) != len(over):
@@ -320,41 +445,52 @@ class Allocations:
 
     def _shortage(self, request: Request, scores: Sequence[Score]) -> str:
         cpu = request.cpu
-        best = scores[0] if scores else None
-        if best is None:
-            return f"{request.label}: no pool can take it"
-        pool = best.pool
+        label = request.label
+        if not scores:
+            return f"{label}: no pool can take it"
+        pool = scores[0].pool
         supply = self.supply
         sharable = len(supply.sharable[pool.id])
         used = supply.shared_granted[pool.id]
+        allocatable = supply.allocatable_shared(pool)
+        cores = " (whole cores: hide-hyperthreads)" if cpu.hide_hyperthreads else ""
+        isolated = ""
+        if cpu.full and (cpu.require_isolated or (cpu.isolate and supply.isolated_cpus)):
+            roomy = max(scores, key=lambda s: (len(supply.isolated[s.pool.id]), -s.pool.id)).pool
+            free, total = len(supply.isolated[roomy.id]), len(supply.isolated_all[roomy.id])
+            isolated = (
+                f"no pool has {plural(cpu.full, 'free isolated CPU')}{cores}: best "
+                f"{roomy.name} has {free} free of its {plural(total, 'isolated CPU')}"
+            )
         if cpu.require_isolated:
-            return (
-                f"{request.label}: no pool has {cpu.full} free isolated CPUs "
-                f"(require-isolated-cpus): best {pool.name} has "
-                f"{len(supply.isolated[pool.id])} of {len(supply.isolated_all[pool.id])}"
-            )
+            return f"{label}: {isolated} (require-isolated-cpus)"
         if cpu.full:
-            return (
-                f"{request.label}: no pool has {cpu.full} exclusive CPUs"
-                + (f" and {cpu.shared}m shared CPU" if cpu.shared else "")
-                + f": best {pool.name} has {sharable} sharable CPUs of which {used}m are used "
-                f"by shared containers"
-                + (
-                    f" ({supply.allocatable_shared(pool)}m allocatable along its path)"
-                    if supply.allocatable_shared(pool) < 1000 * sharable - used
-                    else ""
-                )
+            text = f"{label}: no pool has {plural(cpu.full, 'exclusive CPU')}{cores}"
+            if cpu.shared:
+                text += f" and {cpu.shared}m shared CPU"
+            text += (
+                f": best {pool.name} has {plural(sharable, 'sharable CPU')} of which {used}m "
+                "are used by shared containers"
             )
+            if allocatable < 1000 * sharable - used:
+                text += f" ({max(allocatable, 0)}m allocatable along its path)"
+            if isolated:
+                text += f"; and {isolated} (prefer-isolated-cpus)"
+            return text
         return (
-            f"{request.label}: no pool has {cpu.shared}m shared CPU: best {pool.name} has "
-            f"{max(supply.allocatable_shared(pool), 0)}m free ({sharable} sharable CPUs, "
-            f"{used}m used by shared containers)"
+            f"{label}: no pool has {cpu.shared}m shared CPU: best {pool.name} has "
+            f"{max(allocatable, 0)}m free ({plural(sharable, 'sharable CPU')}, {used}m used "
+            "by shared containers)"
         )
 
     # ================================================================== changes
     def commit(self, plan: Plan, *, cold_start_until: float | None = None) -> Grant:
-        """Carry out ``plan``; raises :class:`PolicyError` (nothing changed) when memory fails."""
+        """Carry out ``plan``; raises :class:`PolicyError` (nothing changed) when memory fails.
+
+        A detached grant of the same container (a resize) is replaced: its memory is re-placed
+        by the allocator, which keeps the old placement if the new one fails."""
         request = plan.request
+        cid = request.container_id
         size = plan.memory.size if plan.memory is not None else 0
         limit = self.resources.memory_limit
         if limit is not None and size and self.memory_granted + size > limit:
@@ -365,13 +501,17 @@ class Allocations:
             )
         zone: CPUSet | None = None
         moved: dict[str, CPUSet] = {}
+        detached = self._detached.get(cid)
         if plan.memory is not None:
             try:
                 zone, moved = self.memory.allocate(plan.memory)
             except MemoryAllocationError as exc:
-                raise PolicyError(f"{request.label}: {exc}") from None
+                raise PolicyError(_memory_refusal(request, plan, exc)) from None
+        elif detached is not None and detached.memory is not None:
+            moved = self.memory.release(cid)
+        self._detached.pop(cid, None)
         grant = Grant(
-            container_id=request.container_id,
+            container_id=cid,
             label=request.label,
             pool=plan.pool,
             kind=plan.kind,
@@ -386,56 +526,72 @@ class Allocations:
             hide_hyperthreads=request.cpu.hide_hyperthreads,
             cold_start_until=cold_start_until if zone is not None else None,
             pool_isolated=self.resources.isolated,
+            namespace=request.namespace,
+            pod_id=request.pod_id,
         )
         self._account(grant)
-        self._moved(moved)
+        nodes = plan.memory.nodes if plan.memory is not None else None
+        self._moved(moved, f"{request.label} needs memory in NUMA nodes {nodes}")
         return grant
+
+    def _cpu_problem(
+        self, request: Request, pool: Pool, kind: CPUKind, exclusive: CPUSet
+    ) -> str | None:
+        """Why ``request`` cannot be served in ``pool`` with a grant of ``kind`` holding
+        ``exclusive`` (free, not accounted) now; ``None`` when it can."""
+        cpu = request.cpu
+        supply = self.supply
+        if kind not in compatible_kinds(cpu.kind):
+            return f"kind {kind.value} does not suit the request now"
+        if not self.exclusive_shape_ok(cpu, exclusive):
+            what = "whole cores" if cpu.hide_hyperthreads else "exclusive CPUs"
+            return f"{plural(len(exclusive), 'exclusive CPU')}, {cpu.full} {what} wanted"
+        sliced = CPUSet()
+        if exclusive:
+            from_isolated = exclusive.issubset(supply.isolated[pool.id])
+            from_sharable = exclusive.issubset(supply.sharable[pool.id])
+            if (kind is CPUKind.ISOLATED or cpu.require_isolated) and not from_isolated:
+                return f"isolated {cpu_text(exclusive)} not free"
+            if kind is CPUKind.EXCLUSIVE and not from_sharable:
+                return f"sharable {cpu_text(exclusive)} not free"
+            if not (from_sharable or from_isolated):
+                return f"{cpu_text(exclusive)} not free"
+            if from_sharable:
+                sliced = exclusive
+        if kind is CPUKind.RESERVED:
+            if not supply.reserved[pool.id]:
+                return f"{pool.name} has no reserved CPUs"
+            return None
+        final = CPUKind.MIXED if cpu.kind is CPUKind.MIXED else kind
+        shared = cpu.shared if final in (CPUKind.SHARED, CPUKind.MIXED) else 0
+        if not supply.fits(pool, sliced, shared):
+            return (
+                f"the shared CPUs of {pool.name} and the pools around it cannot hold "
+                f"{shared}m more" + (f" once {cpu_text(sliced)} go exclusive" if sliced else "")
+            )
+        return None
 
     def restore(
         self, request: Request, saved: SavedGrant, *, cold_start_until: float | None = None
     ) -> Grant:
         """Account a grant exactly as ``saved`` describes it; raises :class:`RestoreError`
-        (nothing changed) when that is no longer possible."""
+        (nothing changed) when that is no longer possible: the pool is gone, the CPUs are not
+        free or no longer of the right kind, or the shared CPUs cannot hold it."""
         pool = self.tree.by_name(saved.pool)
         if pool is None:
             raise RestoreError(f"pool {saved.pool!r} no longer exists")
+        problem = self._cpu_problem(request, pool, saved.kind, saved.exclusive)
+        if problem is not None:
+            raise RestoreError(problem)
         cpu = request.cpu
-        expected = {
-            CPUKind.EXCLUSIVE: _EXCLUSIVE_KINDS,
-            CPUKind.MIXED: (CPUKind.MIXED, *_EXCLUSIVE_KINDS),
-        }.get(cpu.kind, (cpu.kind,))
-        if saved.kind not in expected:
-            raise RestoreError(f"kind {saved.kind.value} does not suit the request now")
-        if len(saved.exclusive) != cpu.full:
-            raise RestoreError(f"{len(saved.exclusive)} exclusive CPUs, {cpu.full} wanted")
-        if saved.exclusive:
-            from_isolated = saved.exclusive.issubset(self.supply.isolated[pool.id])
-            from_sharable = saved.exclusive.issubset(self.supply.sharable[pool.id])
-            if saved.kind is CPUKind.ISOLATED and cpu.kind is CPUKind.MIXED:
-                if not from_isolated:
-                    raise RestoreError(f"isolated CPUs {saved.exclusive} are not free")
-            elif saved.kind is CPUKind.ISOLATED and not from_isolated:
-                raise RestoreError(f"isolated CPUs {saved.exclusive} are not free")
-            if saved.kind is not CPUKind.ISOLATED and not (from_sharable or from_isolated):
-                raise RestoreError(f"exclusive CPUs {saved.exclusive} are not free")
-            if (
-                saved.kind is CPUKind.EXCLUSIVE
-                and cpu.kind is not CPUKind.MIXED
-                and not from_sharable
-            ):
-                raise RestoreError(f"exclusive CPUs {saved.exclusive} are not sharable")
         types = saved.memory_types or request.memory.types or self.default_types
         size = 0 if request.memory.preserve else request.memory.size
         zone: CPUSet | None = None
         if not request.memory.preserve:
             if saved.memory is None:
                 raise RestoreError("no memory zone was saved")
-            memory_request = MemoryRequest(
-                owner=request.container_id,
-                size=size,
-                nodes=self.pool_nodes(pool, types),
-                types=types,
-            )
+            memory_request = self._memory_request(request, pool, types, size)
+            assert memory_request is not None
             try:
                 self.memory.restore(memory_request, saved.memory)
             except MemoryAllocationError as exc:
@@ -458,6 +614,8 @@ class Allocations:
             hide_hyperthreads=request.cpu.hide_hyperthreads,
             cold_start_until=cold_start_until if zone is not None else None,
             pool_isolated=self.resources.isolated,
+            namespace=request.namespace,
+            pod_id=request.pod_id,
         )
         self._account(grant)
         return grant
@@ -468,19 +626,24 @@ class Allocations:
             return None
         self._unaccount(grant)
         if grant.memory is not None:
-            self._moved(self.memory.release(container_id))
+            self._moved(self.memory.release(container_id), f"{grant.label} left")
         return grant
 
-    def reinstate(self, grant: Grant) -> None:
-        """Put back a grant just released (undo of :meth:`release`)."""
+    def detach(self, container_id: str) -> Grant | None:
+        """Take a grant out of the accounting for a resize, leaving its memory placed in the
+        allocator: :meth:`commit` of the new plan replaces it, :meth:`reattach` puts it back
+        exactly as it was."""
+        grant = self.grants.get(container_id)
+        if grant is None:
+            return None
+        self._unaccount(grant)
         if grant.memory is not None:
-            request = MemoryRequest(
-                owner=grant.container_id,
-                size=grant.memory_size,
-                nodes=self.pool_nodes(grant.pool, grant.memory_types),
-                types=grant.memory_types,
-            )
-            self.memory.restore(request, grant.memory)
+            self._detached[container_id] = grant
+        return grant
+
+    def reattach(self, grant: Grant) -> None:
+        """Undo :meth:`detach` (the resize failed)."""
+        self._detached.pop(grant.container_id, None)
         self._account(grant)
 
     def _account(self, grant: Grant) -> None:
@@ -491,7 +654,7 @@ class Allocations:
             if grant.exclusive.issubset(supply.isolated_cpus):
                 supply.take_isolated(pool, grant.exclusive)
             else:
-                supply.take_exclusive(pool, grant.exclusive)
+                supply.take_exclusive(pool, grant.exclusive, grant.label)
         if grant.kind in (CPUKind.SHARED, CPUKind.MIXED):
             supply.grant_shared(pool, cid, grant.shared, member=True)
         elif grant.kind is CPUKind.RESERVED:
@@ -499,6 +662,9 @@ class Allocations:
         supply.count[pool.id] += 1
         self.memory_granted += grant.memory_size if grant.memory is not None else 0
         self._usage(grant.memory, grant.memory_size)
+        for key in _colocation_keys(grant):
+            counts = self.colocated.setdefault(key, {})
+            counts[pool.id] = counts.get(pool.id, 0) + 1
         self.grants[cid] = grant
         self._cpu_dirty[cid] = None
         self._mem_dirty[cid] = None
@@ -511,7 +677,7 @@ class Allocations:
             if grant.exclusive.issubset(supply.isolated_cpus):
                 supply.return_isolated(pool, grant.exclusive)
             else:
-                supply.return_exclusive(pool, grant.exclusive)
+                supply.return_exclusive(pool, grant.exclusive, grant.label)
         if grant.kind in (CPUKind.SHARED, CPUKind.MIXED):
             supply.ungrant_shared(pool, cid, grant.shared)
         elif grant.kind is CPUKind.RESERVED:
@@ -519,18 +685,29 @@ class Allocations:
         supply.count[pool.id] -= 1
         self.memory_granted -= grant.memory_size if grant.memory is not None else 0
         self._usage(grant.memory, -grant.memory_size)
+        for key in _colocation_keys(grant):
+            counts = self.colocated[key]
+            if counts[pool.id] > 1:
+                counts[pool.id] -= 1
+            else:
+                del counts[pool.id]
+                if not counts:
+                    del self.colocated[key]
         del self.grants[cid]
         self._cpu_dirty.pop(cid, None)
         self._mem_dirty.pop(cid, None)
 
-    def _moved(self, moved: Mapping[str, CPUSet]) -> None:
+    def _moved(self, moved: Mapping[str, CPUSet], cause: str) -> None:
         for owner, zone in moved.items():
             other = self.grants.get(owner)
             if other is not None:
-                self._usage(other.memory, -other.memory_size)
+                before = other.memory
+                self._usage(before, -other.memory_size)
                 other.memory = zone
                 self._usage(zone, other.memory_size)
                 self._mem_dirty[owner] = None
+                how = "widened" if before is None or before.issubset(zone) else "narrowed"
+                self._mem_causes[owner] = f"memory {how} to NUMA nodes {zone}: {cause}"
 
     def end_cold_start(self, container_id: str) -> bool:
         grant = self.grants.get(container_id)
@@ -538,6 +715,7 @@ class Allocations:
             return False
         grant.cold_start_until = None
         self._mem_dirty[container_id] = None
+        self._mem_causes[container_id] = f"cold start ended: memory {grant.memory}"
         return True
 
     # ================================================================== results
@@ -588,11 +766,23 @@ class Allocations:
 
     def flush(self) -> Flush:
         """What to set: cpus and mems of grants that are new, changed, or whose pool's shared
-        set changed, and the grants whose tags may be stale."""
+        set changed, the grants whose tags may be stale, and why the containers touched as a
+        side effect (shared set or memory zone changed) were touched."""
         supply = self.supply
+        pools = self.tree.pools
+        reasons: dict[str, str] = {}
         for pool_id in supply.take_dirty():
-            for cid in supply.members[pool_id]:
+            members = supply.members[pool_id]
+            if not members:
+                continue
+            why = supply.why_changed(pools[pool_id])
+            for cid in members:
                 self._cpu_dirty[cid] = None
+                reasons.setdefault(cid, why)
+        supply.clear_causes()
+        for cid, why in self._mem_causes.items():
+            reasons[cid] = f"{reasons[cid]}; {why}" if cid in reasons else why
+        self._mem_causes.clear()
         cpus: dict[str, CPUSet] = {}
         for cid in self._cpu_dirty:
             grant = self.grants.get(cid)
@@ -613,7 +803,7 @@ class Allocations:
                     mems[cid] = value
         self._cpu_dirty.clear()
         self._mem_dirty.clear()
-        return Flush(cpus, mems, tagged)
+        return Flush(cpus, mems, tagged, reasons)
 
     def mark_all_dirty(self) -> None:
         for cid in self.grants:
@@ -626,6 +816,35 @@ class Flush:
     cpus: dict[str, CPUSet]
     mems: dict[str, CPUSet]
     tagged: list[Grant]
+    reasons: dict[str, str] = attrs.field(factory=dict)
+    """Why containers were touched as a side effect of other containers' changes."""
+
+
+def cpu_text(cpus: CPUSet) -> str:
+    """``CPU 3 is`` / ``CPUs 3-5 are``."""
+    return f"CPU {cpus} is" if len(cpus) == 1 else f"CPUs {cpus} are"
+
+
+def _colocation_keys(grant: Grant) -> tuple[tuple[str, str], ...]:
+    keys = [("pod", grant.pod_id)] if grant.pod_id else []
+    if grant.namespace:
+        keys.append(("namespace", grant.namespace))
+    return tuple(keys)
+
+
+def _memory_refusal(request: Request, plan: Plan, exc: MemoryAllocationError) -> str:
+    memory = plan.memory
+    assert memory is not None
+    text = (
+        f"{request.label}: cannot get {human_bytes(memory.size)} of "
+        f"{types_text(memory.types)} memory in {plan.pool.name} (NUMA nodes {memory.nodes}), "
+        f"not even by widening: {exc.reason}"
+    )
+    if exc.nodes:
+        text += f"; nodes {exc.nodes} hold {human_bytes(exc.capacity)}"
+        if exc.demand is not None:
+            text += f" and would have {human_bytes(exc.demand)} demanded"
+    return text
 
 
 def _hint_fits(hint: TopologyHint, pool: Pool) -> bool:

@@ -17,6 +17,8 @@ TAG_EXCLUSIVE = "topology-aware.exclusive"
 TAG_MEMORY = "topology-aware.memory"
 TAG_MEMORY_TYPES = "topology-aware.memory-types"
 TAG_IRQ_AFFINITY = "topology-aware.irq-affinity"
+TAG_CPU_CLASS = "topology-aware.cpu-class"
+"""The CPU class last asked of the host controller (so it is asked again only on a change)."""
 
 
 @attrs.define(eq=False)
@@ -42,6 +44,8 @@ class Grant:
     """Wall-clock time the cold start ends (memory limited to PMEM until then)."""
     pool_isolated: CPUSet | None = None
     """The isolated CPUs of the machine (to tag mixed grants)."""
+    namespace: str = ""
+    pod_id: str = ""
 
     def tags(self) -> dict[str, str]:
         return {

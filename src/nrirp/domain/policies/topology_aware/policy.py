@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from nrirp.domain.affinity import (
+    COLOCATION_WEIGHT,
     AffinityError,
     affinity_weights,
     container_affinities,
-    implicit_affinities,
 )
 from nrirp.domain.config import (
     ControlConfig,
@@ -30,6 +30,7 @@ from nrirp.domain.policies.topology_aware.classes import (
 )
 from nrirp.domain.policies.topology_aware.export import describe, metrics, topology_zones
 from nrirp.domain.policies.topology_aware.grants import (
+    TAG_CPU_CLASS,
     TAG_IRQ_AFFINITY,
     Grant,
     SavedGrant,
@@ -132,13 +133,14 @@ class TopologyAwarePolicy:
         cache = self.ctx.cache
         entries: list[tuple[Container, SavedGrant | None]] = []
         deadlines: dict[str, float] = {}
-        for cid, grant in old.grants.items():
-            ctr = cache.container(cid)
-            if ctr is None:
+        # in cache order, as at a restart, so that both take containers over alike
+        for ctr in cache.active_containers():
+            grant = old.grants.get(ctr.id)
+            if grant is None:
                 continue
             entries.append((ctr, _saved_of(grant)))
             if grant.cold_start_until is not None:
-                deadlines[cid] = grant.cold_start_until
+                deadlines[ctr.id] = grant.cold_start_until
         prev = (self._spec, self._control, self._alloc)
         self._spec, self._control, self._alloc = spec, control, alloc
         try:
@@ -180,26 +182,31 @@ class TopologyAwarePolicy:
             deadline = deadlines.get(ctr.id)
             if deadline is not None and deadline <= now:
                 deadline = None
+            label = container_label(pod, ctr)
             try:
                 request, classes = self._request(pod, ctr)
                 grant = None
+                why = ""
                 if saved is not None:
                     try:
                         grant = alloc.restore(request, saved, cold_start_until=deadline)
                     except RestoreError as exc:
-                        if strict:
-                            self.ctx.notice(f"{request.label}: moving it ({exc})", container=ctr)
+                        why = str(exc)
                 if grant is None:
                     plan = self._plan(alloc, request, pod, ctr, prefer=None)
                     grant = alloc.commit(plan, cold_start_until=deadline)
-                self._decorate(ctr, grant, classes, initial=False, kind_changed=True)
+                    if why:
+                        self.ctx.notice(f"{label}: {why}; now {_reason(grant)}", container=ctr)
+                        self._decisions.append((ctr.id, f"re-placed ({why}): {_reason(grant)}"))
+                self._decorate(ctr, grant, classes, initial=False)
                 if deadline is not None:
                     self._schedule_cold_start(ctr.id, deadline - now)
             except PolicyError as exc:
+                why = _without_label(str(exc), label)
                 if strict:
-                    raise PolicyError(f"cannot keep {container_label(pod, ctr)}: {exc}") from None
+                    raise PolicyError(f"cannot keep {label}: {why}") from None
                 self.ctx.notice(
-                    f"{container_label(pod, ctr)} left as it is: {exc}",
+                    f"{label} left as it is: {why}",
                     container=ctr,
                     severity=Severity.ERROR,
                 )
@@ -215,8 +222,9 @@ class TopologyAwarePolicy:
             try:
                 self._admit(ctr, initial=ctr.state is ContainerState.CREATING)
             except PolicyError as exc:
+                label = self._label(ctr)
                 self.ctx.notice(
-                    f"cannot allocate {ctr.name or ctr.id}: {exc}",
+                    f"cannot allocate {label}: {_without_label(str(exc), label)}",
                     container=ctr,
                     severity=Severity.ERROR,
                 )
@@ -224,12 +232,12 @@ class TopologyAwarePolicy:
 
     def allocate(self, container: Container) -> None:
         alloc = self.allocations
-        stale = alloc.release(container.id)
+        stale = alloc.detach(container.id)
         try:
             self._admit(container, initial=True)
         except Exception:
-            if stale is not None:
-                alloc.reinstate(stale)
+            if stale is not None and container.id not in alloc.grants:
+                alloc.reattach(stale)
             raise
         self._apply()
 
@@ -239,22 +247,21 @@ class TopologyAwarePolicy:
 
     def update(self, container: Container, resources: LinuxResources) -> None:
         alloc = self.allocations
-        old = alloc.release(container.id)
+        old = alloc.detach(container.id)
         if old is None:
             self._admit(container, initial=False)
             self._apply()
             return
         try:
-            self._admit(
-                container,
-                initial=False,
-                prefer=old.pool,
-                previous=old,
-            )
+            self._admit(container, initial=False, previous=old)
         except Exception:
-            alloc.reinstate(old)
+            if container.id not in alloc.grants:
+                alloc.reattach(old)
             raise
         self._apply()
+
+    def _label(self, container: Container) -> str:
+        return container_label(self.ctx.cache.pod(container.pod_id), container)
 
     def _release(self, container_id: str) -> None:
         self.allocations.release(container_id)
@@ -291,35 +298,45 @@ class TopologyAwarePolicy:
     def _affinity(
         self, alloc: Allocations, pod: Pod | None, container: Container
     ) -> list[tuple[Pool, int]]:
-        affinities = list(
-            implicit_affinities(
-                colocate_pods=self._spec.colocate_pods,
-                colocate_namespaces=self._spec.colocate_namespaces,
-            )
-        )
-        if pod is not None:
-            try:
-                affinities.extend(container_affinities(pod, container))
-            except AffinityError as exc:
-                self.ctx.notice(f"affinity ignored: {exc}", container=container)
-        if not affinities:
-            return []
-        weights = affinity_weights(self.ctx.cache, container, affinities)
-        grants = alloc.grants
-        return [(grants[cid].pool, w) for cid, w in weights.items() if cid in grants]
+        """Pools weighted by the containers this one has affinity (or anti-affinity) to.
+
+        colocatePods / colocateNamespaces come from per-pool counts the engine keeps, so they
+        cost nothing per running container; annotated affinities match containers one by one.
+        """
+        weighted: list[tuple[Pool, int]] = []
+        if self._spec.colocate_pods:
+            weighted += alloc.colocated_pools(("pod", container.pod_id), COLOCATION_WEIGHT)
+        if pod is None:
+            return weighted
+        if self._spec.colocate_namespaces:
+            weighted += alloc.colocated_pools(("namespace", pod.namespace), COLOCATION_WEIGHT)
+        try:
+            affinities = container_affinities(pod, container)
+        except AffinityError as exc:
+            self.ctx.notice(f"affinity ignored: {exc}", container=container)
+            return weighted
+        if affinities:
+            weights = affinity_weights(self.ctx.cache, container, affinities)
+            grants = alloc.grants
+            weighted += [(grants[cid].pool, w) for cid, w in weights.items() if cid in grants]
+        return weighted
 
     def _admit(
         self,
         container: Container,
         *,
         initial: bool,
-        prefer: Pool | None = None,
         previous: Grant | None = None,
     ) -> Grant:
+        """Plan and commit a grant; ``previous``: the detached grant of a resize (its pool and
+        CPUs are kept when the new request still fits them, else its pool is preferred)."""
         alloc = self.allocations
         pod = self.ctx.cache.pod(container.pod_id)
         request, classes = self._request(pod, container)
-        plan = self._plan(alloc, request, pod, container, prefer=prefer)
+        plan = alloc.plan_keeping(request, previous) if previous is not None else None
+        if plan is None:
+            prefer = previous.pool if previous is not None else None
+            plan = self._plan(alloc, request, pod, container, prefer=prefer)
         deadline: float | None = None
         delay = 0.0
         if previous is not None:
@@ -330,8 +347,7 @@ class TopologyAwarePolicy:
                 delay = request.memory.cold_start
                 deadline = self.ctx.clock.now() + delay
         grant = alloc.commit(plan, cold_start_until=deadline)
-        kind_changed = previous is None or previous.kind is not grant.kind
-        self._decorate(container, grant, classes, initial=initial, kind_changed=kind_changed)
+        self._decorate(container, grant, classes, initial=initial)
         if delay > 0:
             self._schedule_cold_start(container.id, delay)
         self._decisions.append((container.id, _reason(grant)))
@@ -344,16 +360,19 @@ class TopologyAwarePolicy:
         classes: Classes,
         *,
         initial: bool,
-        kind_changed: bool,
     ) -> None:
-        """Settings beside cpus and mems: classes, scheduling, IRQ tag."""
+        """Settings beside cpus and mems: classes, scheduling, IRQ tag. The CPU class goes
+        to the host controller only when it differs from the one last asked (tagged)."""
         cache = self.ctx.cache
         cid = container.id
         if initial and (classes.scheduling is not None or classes.io_priority is not None):
             cache.set_scheduling(cid, classes.scheduling, classes.io_priority)
         cpu_class = classes.cpu_class or default_cpu_class(self._spec, grant.kind)
-        if cpu_class is not None and (initial or kind_changed):
-            cache.set_host_change(cid, HostChange(cpu_class=cpu_class))
+        if cpu_class is not None:
+            current = cache.container(cid)
+            if current is None or current.tags.get(TAG_CPU_CLASS) != cpu_class:
+                cache.set_host_change(cid, HostChange(cpu_class=cpu_class))
+                cache.set_tags(cid, **{TAG_CPU_CLASS: cpu_class})
         if classes.rdt_class is not None:
             cache.set_rdt_class(cid, classes.rdt_class)
         if classes.blockio_class is not None:
@@ -369,8 +388,10 @@ class TopologyAwarePolicy:
         try:
             self._timers[container_id] = self.ctx.schedule_event(max(delay, 0.0), event)
         except Exception as exc:  # no timers wired: the event must be injected by hand
+            grant = self.allocations.grants.get(container_id)
+            label = grant.label if grant is not None else container_id
             self.ctx.notice(
-                f"cold start of {container_id} ends only on a {COLD_START_DONE!r} event: {exc}",
+                f"cold start of {label} ends only on a {COLD_START_DONE!r} event: {exc}",
                 severity=Severity.WARNING,
             )
 
@@ -381,25 +402,36 @@ class TopologyAwarePolicy:
         cache = self.ctx.cache
         flush = alloc.flush()
         tags_of = {g.container_id: g.tags() for g in flush.tagged}
+        moved: list[str] = []
         for cid in dict.fromkeys([*flush.cpus, *flush.mems, *tags_of]):
             ctr = cache.container(cid)
             if ctr is None:
                 continue
             cpus = flush.cpus.get(cid)
+            if cpus is not None and cpus == ctr.cpus:
+                cpus = None
             mems = flush.mems.get(cid)
-            changed = ctr
-            if (cpus is not None and cpus != ctr.cpus) or (mems is not None and mems != ctr.mems):
-                changed = changed.with_resources(LinuxResources(cpus=cpus, mems=mems))
+            if mems is not None and mems == ctr.mems:
+                mems = None
+            if cpus is not None or mems is not None:
+                cache.set_resources(cid, LinuxResources(cpus=cpus, mems=mems))
+                moved.append(cid)
             tags = tags_of.get(cid)
             if tags is not None and any(ctr.tags.get(k) != v for k, v in tags.items()):
-                changed = changed.with_tags(**tags)
-            if changed is not ctr:
-                cache.put_container(changed)
+                cache.set_tags(cid, **tags)
         decisions, self._decisions = self._decisions, []
+        decided: set[str] = set()
         for cid, reason in decisions:
             ctr = cache.container(cid)
             if ctr is not None:
                 self.ctx.record_decision(ctr, reason)
+                decided.add(cid)
+        for cid in moved:
+            why = flush.reasons.get(cid)
+            if why and cid not in decided:
+                ctr = cache.container(cid)
+                if ctr is not None:
+                    self.ctx.record_decision(ctr, why)
 
     # ================================================================== events
     def handle_event(self, event: PolicyEvent) -> None:
@@ -411,13 +443,19 @@ class TopologyAwarePolicy:
         for cid, grant in list(alloc.grants.items()):
             if grant.cold_start_until is None:
                 continue
-            if wanted is None or wanted in (cid, grant.label) or grant.label.endswith(f"/{wanted}"):
+            if wanted is None or _names(str(wanted), cid, grant.label):
                 ended = alloc.end_cold_start(cid) or ended
                 handle = self._timers.pop(cid, None)
                 if handle is not None and wanted is None:
                     handle.cancel()
         if ended:
             self._apply()
+        elif wanted is not None:
+            self.ctx.notice(
+                f"{COLD_START_DONE} event for {wanted!r}: no container in a cold start has "
+                "that id, namespace/pod/container or pod/container name",
+                severity=Severity.WARNING,
+            )
 
     # ================================================================== exports
     def topology_zones(self) -> Sequence[TopologyZone]:
@@ -440,6 +478,19 @@ class TopologyAwarePolicy:
             if g.cold_start_until is not None
         }
         return {"cold_start": cold} if cold else None
+
+
+def _without_label(message: str, label: str) -> str:
+    prefix = f"{label}: "
+    return message[len(prefix) :] if message.startswith(prefix) else message
+
+
+def _names(wanted: str, container_id: str, label: str) -> bool:
+    """Does ``wanted`` name the container: its id, ``namespace/pod/container`` or
+    ``pod/container`` (a bare container name is ambiguous and names none)?"""
+    if wanted in (container_id, label):
+        return True
+    return wanted.count("/") == 1 and label.endswith(f"/{wanted}") and label.count("/") == 2
 
 
 def _saved_of(grant: Grant) -> SavedGrant:

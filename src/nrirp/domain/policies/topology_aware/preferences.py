@@ -93,7 +93,11 @@ class CPURequest:
 
 @attrs.frozen
 class MemoryPrefs:
-    """The memory part of a request; ``types`` is ``None`` for the default types."""
+    """The memory part of a request; ``types`` is ``None`` for the default types.
+
+    ``size`` is the request the allocator accounts (Guaranteed: the limit; Burstable: the
+    estimate from the OOM score adjustment; BestEffort: 0); ``limit`` only steers the pool
+    choice."""
 
     size: int
     limit: int | None
@@ -107,6 +111,7 @@ class Request:
     container_id: str
     label: str
     """``namespace/pod/container`` for messages."""
+    pod_id: str
     qos: QOSClass
     namespace: str
     cpu: CPURequest
@@ -237,9 +242,10 @@ def build_request(
             cold_start = parse_cold_start(raw_cold)
         except ValueError as exc:
             _problem(reader, COLD_START, raw_cold, str(exc))
-    size = max(req.memory_request, req.memory_limit or 0)
+    # the request is accounted (for Burstable, kubelet's OOM score adjustment gives it away);
+    # the limit only prefers pools that could hold it (scoring item 4)
     memory = MemoryPrefs(
-        size=size,
+        size=req.memory_request,
         limit=req.memory_limit,
         types=types,
         preserve=memory_preserve,
@@ -248,6 +254,7 @@ def build_request(
     return Request(
         container_id=container.id,
         label=container_label(pod, container),
+        pod_id=container.pod_id,
         qos=qos,
         namespace=namespace,
         cpu=cpu,

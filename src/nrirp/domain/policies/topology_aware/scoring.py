@@ -1,6 +1,7 @@
 """Pool scoring: which pool serves a request best, in the reference's order.
 
-1. insufficient isolated, shared or reserved capacity loses;
+1. insufficient isolated, shared or reserved capacity loses; for a request that runs on shared
+   CPUs, so does a pool whose CPUs can never be shared (all reserved or isolated);
 2. higher affinity score (weights of the containers the request has affinity to, counted in
    their pool fully and x0.75 per hop up or down the tree);
 3. with topology hints: higher product of hint scores, then higher product of the non-zero
@@ -10,10 +11,12 @@
 6. tighter memory offer (fewer nodes);
 7. having the requested memory types;
 8. (CPU class: every pool can serve it, so this never decides);
-9. having CPUs of the requested priority (high or low) for the request;
+9. having enough CPUs of the requested priority (high or low) for the request, among the CPUs
+   it would take (isolated ones when it uses isolated CPUs);
 10. deeper pool;
 11. by kind: reserved - more reserved capacity per container; isolated - more isolated CPUs;
-    exclusive - more sliceable shared capacity; shared - fewer containers, more shared capacity;
+    then, for normal or unset priority, having enough normal-priority CPUs; exclusive - more
+    sliceable shared capacity; shared - fewer containers, more shared capacity;
 12. lower id.
 """
 
@@ -35,12 +38,10 @@ AFFINITY_DECAY = 0.75
 class MemoryFit(NamedTuple):
     """How a pool's memory would take the request."""
 
-    enough: bool
-    """The pool's memory of the allowed types can hold the request at all."""
     fits: bool
-    """The allocator's offer fits without widening anyone."""
+    """The allocator would place it in the pool's nodes without widening anyone."""
     nodes: int
-    headroom: int
+    """Nodes of the zone it would get."""
     has_types: bool
     covers_limit: bool
 
@@ -73,6 +74,9 @@ def hint_scores(pool: Pool, hints: Sequence[TopologyHint]) -> tuple[float, float
     return product, nonzero
 
 
+_UNFIT = MemoryFit(False, 1 << 30, False, False)
+
+
 def rank_pools(
     pools: Sequence[Pool],
     cpu: CPURequest,
@@ -82,13 +86,19 @@ def rank_pools(
     hints: Sequence[TopologyHint],
     memory: Callable[[Pool], MemoryFit],
     priority_cpus: CPUSet | None,
+    normal_cpus: CPUSet | None = None,
+    threads: int | None = None,
 ) -> list[Score]:
-    """``pools`` best first (smaller keys are better)."""
+    """``pools`` best first (smaller keys are better). ``threads``: the CPUs the exclusive
+    part takes (``cpu.full`` unless whole cores are wanted). Memory is looked at only for
+    pools that can take the request's CPUs."""
     kind = cpu.kind
-    full, shared, isolate = cpu.full, cpu.shared, cpu.isolate
+    full = cpu.full if threads is None else threads
+    shared, isolate = cpu.shared, cpu.isolate
     allocatable = supply.allocatable_shared_all()
     reserved_kind = kind is CPUKind.RESERVED
     preserve_kind = kind is CPUKind.PRESERVE
+    on_shared = kind in (CPUKind.SHARED, CPUKind.MIXED)
     burst_limit = cpu.limit if cpu.burstable else None
     level = cpu.unlimited_level
     want = max(full, 1)
@@ -98,11 +108,11 @@ def rank_pools(
         supply.members,
         supply.count,
     )
+    initial = supply.initial_sharable
     out: list[Score] = []
     for pool in pools:
         pid = pool.id
-        isolated_left = len(isolated[pid]) - full if isolate else 0
-        use_isolated = isolate and isolated_left >= 0
+        use_isolated = isolate and full > 0 and len(isolated[pid]) >= full
         shared_left = allocatable[pid] - shared
         if full and not use_isolated:
             shared_left -= 1000 * full
@@ -118,32 +128,39 @@ def rank_pools(
             capacity = (
                 1.0 if isolate and not use_isolated else 0.0,
                 0.0 if shared_left >= 0 else 1.0,
+                1.0 if on_shared and not initial[pid] else 0.0,
             )
-            viable = use_isolated or (shared_left >= 0 and not cpu.require_isolated)
+            viable = (use_isolated or not cpu.require_isolated) and (
+                shared_left >= 0 or (use_isolated and not shared)
+            )
         affinity = affinity_score(pool, weighted) if weighted else 0.0
         if hints:
             product, nonzero = hint_scores(pool, hints)
             key = (*capacity, -affinity, -product, -nonzero, -pool.depth, pid)
             out.append(Score(key, pool, viable, use_isolated))
             continue
-        fit = memory(pool)
+        fit = memory(pool) if viable else _UNFIT
         burst_key = 0.0
         if burst_limit is not None:
             burst_key = 0.0 if allocatable[pid] >= burst_limit else 1.0
         level_key = 0.0
         if level is not None:
             level_key = 0.0 if level in pool.levels else 1.0
+        source = isolated[pid] if use_isolated else sharable[pid]
         prio_key = 0.0
         if priority_cpus is not None:
-            prio_key = 0.0 if len(sharable[pid] & priority_cpus) >= want else 1.0
+            prio_key = 0.0 if len(source & priority_cpus) >= want else 1.0
+        normal_key = 0.0
+        if normal_cpus is not None:
+            normal_key = 0.0 if len(source & normal_cpus) >= want else 1.0
         if reserved_kind:
-            kind_key: tuple[float, float] = (-reserved_left / (count[pid] + 1), 0.0)
+            kind_key: tuple[float, ...] = (-reserved_left / (count[pid] + 1), 0.0, 0.0)
         elif use_isolated:
-            kind_key = (-float(len(isolated[pid])), 0.0)
+            kind_key = (-float(len(isolated[pid])), normal_key, 0.0)
         elif full:
-            kind_key = (-float(shared_left), 0.0)
+            kind_key = (normal_key, -float(shared_left), 0.0)
         else:
-            kind_key = (float(len(members[pid])), -float(shared_left))
+            kind_key = (normal_key, float(len(members[pid])), -float(shared_left))
         key = (
             *capacity,
             -affinity,
@@ -176,3 +193,12 @@ def want_priority(cpu: CPURequest) -> CPUPriority | None:
     ):
         return cpu.priority
     return None
+
+
+def wants_normal_priority(cpu: CPURequest) -> bool:
+    """Whether scoring item 11 counts normal-priority CPUs for the request."""
+    return cpu.priority in (CPUPriority.NORMAL, CPUPriority.NONE) and cpu.kind in (
+        CPUKind.EXCLUSIVE,
+        CPUKind.MIXED,
+        CPUKind.SHARED,
+    )

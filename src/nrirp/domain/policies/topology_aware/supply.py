@@ -36,6 +36,8 @@ class Supply:
         self.count: list[int] = [0] * len(pools)
         self.fallback: list[CPUSet] = [self._fallback(p) for p in pools]
         self.dirty: set[int] = set()
+        self.causes: dict[int, list[tuple[bool, str]]] = {}
+        """Why the shared set of each dirty pool changed (for the decision log)."""
 
     def _fallback(self, pool: Pool) -> CPUSet:
         for p in (pool, *pool.ancestors):
@@ -80,6 +82,18 @@ class Supply:
             value = min(value, 1000 * len(self.reserved[up.id]) - self.reserved_granted[up.id])
         return value
 
+    def fits(self, pool: Pool, cpus: CPUSet, shared: int) -> bool:
+        """Would taking ``cpus`` off the sharable sets and granting ``shared`` mCPU in ``pool``
+        keep every pool's shared grants within its shared CPUs?"""
+        for p in self._touched(pool, cpus):
+            left = len(self.sharable[p.id] - cpus)
+            need = self.shared_granted[p.id]
+            if p.id == pool.id or p in pool.ancestors:
+                need += shared
+            if 1000 * left < need:
+                return False
+        return True
+
     def overcommitted_by(self, pool: Pool, cpus: CPUSet) -> list[Pool]:
         """Pools whose shared grants would no longer fit if ``cpus`` left their sharable set."""
         out = []
@@ -97,18 +111,38 @@ class Supply:
                 yield d
 
     # ------------------------------------------------------------------ changes
-    def take_exclusive(self, pool: Pool, cpus: CPUSet) -> None:
+    def take_exclusive(self, pool: Pool, cpus: CPUSet, by: str = "") -> None:
+        """Slice ``cpus`` off the sharable sets (``by``: who takes them, for the log)."""
         for p in self._touched(pool, cpus):
-            if self.sharable[p.id] & cpus:
+            taken = self.sharable[p.id] & cpus
+            if taken:
                 self.sharable[p.id] = self.sharable[p.id] - cpus
-                self.dirty.add(p.id)
+                self._changed(p.id, True, f"{cpu_list(taken)} went to {by}" if by else "")
 
-    def return_exclusive(self, pool: Pool, cpus: CPUSet) -> None:
+    def return_exclusive(self, pool: Pool, cpus: CPUSet, by: str = "") -> None:
+        """Give ``cpus`` back to the sharable sets they came from (``by``: who held them)."""
         for p in self._touched(pool, cpus):
-            back = cpus & self.initial_sharable[p.id]
-            if back - self.sharable[p.id]:
+            back = (cpus & self.initial_sharable[p.id]) - self.sharable[p.id]
+            if back:
                 self.sharable[p.id] = self.sharable[p.id] | back
-                self.dirty.add(p.id)
+                self._changed(p.id, False, f"{cpu_list(back)} came back from {by}" if by else "")
+
+    def _changed(self, pool_id: int, shrank: bool, cause: str) -> None:
+        self.dirty.add(pool_id)
+        if cause:
+            self.causes.setdefault(pool_id, []).append((shrank, cause))
+
+    def why_changed(self, pool: Pool) -> str:
+        """The decision-log reason for the shared containers of a pool whose set changed."""
+        causes = self.causes.get(pool.id, [])
+        how = {True: "shrank", False: "grew"}
+        ways = {shrank for shrank, _ in causes}
+        text = f"shared CPUs of {pool.name} {how[ways.pop()] if len(ways) == 1 else 'changed'}"
+        if causes:
+            text += ": " + "; ".join(cause for _, cause in causes)
+        if not self.sharable[pool.id]:
+            text += f" (none left: on the reserved CPUs {self.fallback[pool.id]})"
+        return text
 
     def take_isolated(self, pool: Pool, cpus: CPUSet) -> None:
         for p in self._touched(pool, cpus):
@@ -140,6 +174,21 @@ class Supply:
         self.reserved_members[pool.id].pop(container_id, None)
 
     def take_dirty(self) -> Sequence[int]:
+        """The pools whose sharable set changed since the last call (their causes stay
+        readable through :meth:`why_changed` until :meth:`clear_causes`)."""
         dirty = sorted(self.dirty)
         self.dirty.clear()
         return dirty
+
+    def clear_causes(self) -> None:
+        self.causes.clear()
+
+
+def cpu_list(cpus: CPUSet) -> str:
+    """``CPU 3`` or ``CPUs 3-5``."""
+    return f"CPU {cpus}" if len(cpus) == 1 else f"CPUs {cpus}"
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 exclusive CPU``, ``2 exclusive CPUs``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -1,0 +1,117 @@
+"""Pool choice details: pools that can never share, CPU priorities among the CPUs a request
+would take, colocation without scanning containers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.topology import CPU, Machine, NumaNode
+
+from .support import GiB, anno, config, make_container, make_pod, make_rig
+
+
+def two_sockets(
+    freqs: Sequence[int] = (2000,) * 8, isolated: str = "", per_socket: int = 4
+) -> Machine:
+    """Two packages of ``per_socket`` single-thread cores, one NUMA node each; ``freqs``:
+    base frequency (MHz) of every CPU."""
+    cpus = [
+        CPU(
+            id=i,
+            package_id=i // per_socket,
+            die_id=0,
+            cluster_id=i,
+            core_id=i,
+            node_id=i // per_socket,
+            base_frequency_khz=freqs[i] * 1000,
+        )
+        for i in range(2 * per_socket)
+    ]
+    nodes = [
+        NumaNode(
+            id=n, cpus=CPUSet.range(n * per_socket, (n + 1) * per_socket), memory_bytes=4 * GiB
+        )
+        for n in range(2)
+    ]
+    return Machine.build(cpus, nodes, isolated=CPUSet.parse(isolated))
+
+
+def one_cpu_sockets() -> Machine:
+    """CPU 0 on socket 0, CPU 1 on socket 1, one NUMA node (the e2e fake machine)."""
+    cpus = [CPU(id=i, package_id=i, die_id=0, cluster_id=0, core_id=0, node_id=0) for i in (0, 1)]
+    return Machine.build(cpus, [NumaNode(id=0, cpus=CPUSet.parse("0-1"), memory_bytes=8 * GiB)])
+
+
+def test_a_pool_whose_cpus_can_never_be_shared_loses() -> None:
+    rig = make_rig(one_cpu_sockets(), config(reservedResources={"cpu": "cpuset:0"}))
+    pod_e, e, _ = rig.run("e", "Guaranteed", cpu=1000)
+    assert rig.cpus(e) == CPUSet.of(1)
+    # no shared CPU is free anywhere; socket #0 holds only the reserved CPU and never will
+    # have a shared one, socket #1 gets CPU 1 back when e leaves
+    _, n, _ = rig.run("n", "BestEffort")
+    assert rig.pool(n) == "socket #1" and rig.cpus(n) == CPUSet.of(0)
+    rig.stop(pod_e, e)
+    assert rig.cpus(n) == CPUSet.of(1)
+
+
+def test_priority_is_counted_among_the_isolated_cpus_a_request_would_take() -> None:
+    # socket #0: CPU 1 high, isolated 2-3 normal; socket #1: isolated 6-7 high
+    freqs = (2000, 3000, 2000, 2000, 2000, 2000, 3000, 3000)
+    rig = make_rig(
+        two_sockets(freqs, isolated="2-3,6-7"), config(reservedResources={"cpu": "cpuset:0"})
+    )
+    _, hi, _ = rig.run(
+        "hi", "Guaranteed", cpu=1000, annotations=anno("prefer-cpu-priority", "high")
+    )
+    assert rig.kind(hi) == "isolated" and rig.cpus(hi).issubset(CPUSet.parse("6-7"))
+
+
+def test_normal_priority_requests_prefer_pools_with_enough_normal_cpus() -> None:
+    # socket #0: CPUs 1-3 high, only 0 normal; socket #1: all normal (4 reserved)
+    freqs = (2000, 3000, 3000, 3000, 2000, 2000, 2000, 2000)
+    rig = make_rig(two_sockets(freqs), config(reservedResources={"cpu": "cpuset:4"}))
+    # socket #0 has more sliceable capacity (4 CPUs against 3), but only one normal CPU
+    _, g, _ = rig.run("g", "Guaranteed", cpu=2000)
+    assert rig.pool(g) == "socket #1" and rig.cpus(g).issubset(CPUSet.parse("5-7"))
+
+
+@pytest.mark.parametrize("setting", ["colocatePods", "colocateNamespaces"])
+def test_colocation_counts_follow_grants(setting: str) -> None:
+    rig = make_rig("box-16", config(**{setting: True}))
+    first = rig.run("a", cpu=100, limit=200, namespace="team")[1]
+    if setting == "colocateNamespaces":
+        others = [rig.run(f"n{i}", cpu=100, limit=200, namespace="team")[1] for i in range(3)]
+        assert {rig.pool(c) for c in others} == {rig.pool(first)}
+        stranger = rig.run("x", cpu=100, limit=200, namespace="other")[1]
+        assert rig.pool(stranger) != rig.pool(first)  # fewer containers elsewhere
+        key = ("namespace", "team")
+        assert rig.alloc.colocated[key] == {rig.alloc.tree.by_name(rig.pool(first)).id: 4}  # type: ignore[union-attr]
+    else:
+        assert rig.alloc.colocated[("pod", "pod-a")] == {
+            rig.alloc.tree.by_name(rig.pool(first)).id: 1  # type: ignore[union-attr]
+        }
+
+
+def test_colocate_namespaces_does_not_look_at_every_container(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """review #6: the implicit affinities come from per-pool counts, not a cache scan."""
+    rig = make_rig("box-16", config(colocateNamespaces=True))
+    conts = [rig.run(f"c{i}", cpu=10, limit=20, namespace="team")[1] for i in range(20)]
+    scanned: list[int] = []
+    original = rig.manager.cache.active_containers
+
+    def counting() -> list[object]:
+        found = original()
+        scanned.append(len(found))
+        return found  # type: ignore[return-value]
+
+    monkeypatch.setattr(rig.manager.cache, "active_containers", counting)
+    pod = make_pod("new", namespace="team")
+    weighted = rig.policy._affinity(rig.alloc, pod, make_container(pod, cpu=10, limit=20))
+    assert scanned == []
+    assert sum(w for _, w in weighted) == 10 * 20
+    assert {p.name for p, _ in weighted} == {rig.pool(c) for c in conts}
