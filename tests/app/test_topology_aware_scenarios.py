@@ -46,7 +46,7 @@ Coverage (reference-policies.md §2 annotations, suffix ``.resource-policy.nri.i
 | `schedulingClasses`, `namespaceSchedulingClasses`, `podQoSSchedulingClasses` | test_classes |
 | `cpuClasses`, `{shared,reserved}PoolCPUClass`, `defaultExclusiveCPUClass` | test_classes |
 | reconfiguration (kept, moved, refused, invalid) | test_reconfigure |
-| reconfiguration: keep what fits, never overcommit | test_reconfigure_{moves,never}_* |
+| reconfiguration: keep what fits (xfail: takeover order), never overcommit | test_reconfigure_* |
 | a whole custom resource as the config | test_reserved_pool_namespaces_and_annotation |
 | `irq-affinity` (recorded as a tag) | test_classes |
 | `controllableInterrupts` | not here: only kept for a future IRQ adapter |
