@@ -305,7 +305,8 @@ def test_cpu_class_is_sent_again_only_when_it_changes() -> None:
 @pytest.mark.parametrize("restart", [False, True])
 def test_reconfigure_takes_containers_over_in_the_same_order_as_a_restart(restart: bool) -> None:
     """A restart between a resize and a reconfiguration changes nothing: both take the
-    containers over in cache order (a resize re-inserts its grant, so grant order differs)."""
+    containers over in cache order (a resize re-inserts its grant, so grant order differs),
+    keeping first what can be kept."""
     rig = make_rig("box-16")
     created = [rig.run(f"s{i}", cpu=100, limit=200) for i in range(4)]
     assert [rig.pool(c) for _, c, _ in created] == [f"NUMA node #{n}" for n in (1, 2, 3, 0)]
@@ -316,12 +317,32 @@ def test_reconfigure_takes_containers_over_in_the_same_order_as_a_restart(restar
     rig.manager.update_container(pod, rig.ctr(resized), smaller)
     if restart:
         rig = make_rig("box-16", store=rig.store, clock=rig.clock)
-    # the pools of NUMA nodes 2 and 3 go away: s1 and s2 are placed anew, s1 first
+    # the pools of NUMA nodes 2 and 3 go away: s0 and s3 stay, then s1 and s2 are placed
+    # anew, s1 first (to the node with more room), s2 next (to the one with fewer containers)
     outcome = rig.manager.reconfigure(config(availableResources={"cpu": "cpuset:0-7"}))
     assert outcome.applied, outcome.reason
     assert [rig.pool(c) for _, c, _ in created] == [
         "NUMA node #1",
-        "NUMA node #0",
         "NUMA node #1",
         "NUMA node #0",
+        "NUMA node #0",
     ]
+
+
+def test_reconfigure_keeps_first_what_can_be_kept() -> None:
+    """b's isolated CPU 14 stops being available; c keeps CPU 15 and b does not take it, though
+    b comes first and prefers isolated CPUs."""
+    rig = make_rig(
+        tiny_machine(16, isolated="14-15"), config(reservedResources={"cpu": "cpuset:0"})
+    )
+    _, b, _ = rig.run("b", "Guaranteed", cpu=1000)
+    _, c, _ = rig.run("c", "Guaranteed", cpu=1000)
+    assert (rig.cpus(b), rig.cpus(c)) == (CPUSet.of(14), CPUSet.of(15))
+    outcome = rig.manager.reconfigure(
+        config(
+            reservedResources={"cpu": "cpuset:0"}, availableResources={"cpu": "exclude-cpuset:14"}
+        )
+    )
+    assert outcome.applied, outcome.reason
+    assert rig.cpus(c) == CPUSet.of(15) and rig.kind(c) == "isolated"
+    assert rig.kind(b) == "exclusive" and rig.cpus(b).issubset(CPUSet.parse("1-13"))

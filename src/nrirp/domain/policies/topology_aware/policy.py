@@ -168,7 +168,9 @@ class TopologyAwarePolicy:
         deadlines: Mapping[str, float],
         strict: bool,
     ) -> None:
-        """Take containers over into ``alloc``: as saved where possible, anew otherwise."""
+        """Take containers over into ``alloc``: every grant that can be kept as saved first
+        (exclusive and isolated, mixed, reserved, shared), then the others anew in the same
+        order, so a container that must move never takes what another could have kept."""
         ordered = sorted(
             enumerate(entries),
             key=lambda e: (
@@ -177,39 +179,52 @@ class TopologyAwarePolicy:
             ),
         )
         now = self.ctx.clock.now()
+        anew: list[tuple[Container, Pod | None, Request, Classes, float | None, str]] = []
         for _, (ctr, saved) in ordered:
             pod = self.ctx.cache.pod(ctr.pod_id)
             deadline = deadlines.get(ctr.id)
             if deadline is not None and deadline <= now:
                 deadline = None
-            label = container_label(pod, ctr)
             try:
                 request, classes = self._request(pod, ctr)
-                grant = None
-                why = ""
-                if saved is not None:
-                    try:
-                        grant = alloc.restore(request, saved, cold_start_until=deadline)
-                    except RestoreError as exc:
-                        why = str(exc)
-                if grant is None:
-                    plan = self._plan(alloc, request, pod, ctr, prefer=None)
-                    grant = alloc.commit(plan, cold_start_until=deadline)
-                    if why:
-                        self.ctx.notice(f"{label}: {why}; now {_reason(grant)}", container=ctr)
-                        self._decisions.append((ctr.id, f"re-placed ({why}): {_reason(grant)}"))
-                self._decorate(ctr, grant, classes, initial=False)
-                if deadline is not None:
-                    self._schedule_cold_start(ctr.id, deadline - now)
             except PolicyError as exc:
-                why = _without_label(str(exc), label)
-                if strict:
-                    raise PolicyError(f"cannot keep {label}: {why}") from None
-                self.ctx.notice(
-                    f"{label} left as it is: {why}",
-                    container=ctr,
-                    severity=Severity.ERROR,
-                )
+                self._unplaced(ctr, pod, exc, strict=strict)
+                continue
+            if saved is None:
+                anew.append((ctr, pod, request, classes, deadline, ""))
+                continue
+            try:
+                grant = alloc.restore(request, saved, cold_start_until=deadline)
+            except RestoreError as exc:
+                anew.append((ctr, pod, request, classes, deadline, str(exc)))
+                continue
+            self._readmitted(ctr, grant, classes, deadline, now)
+        for ctr, pod, request, classes, deadline, why in anew:
+            try:
+                plan = self._plan(alloc, request, pod, ctr, prefer=None)
+                grant = alloc.commit(plan, cold_start_until=deadline)
+            except PolicyError as exc:
+                self._unplaced(ctr, pod, exc, strict=strict)
+                continue
+            if why:
+                self.ctx.notice(f"{request.label}: {why}; now {_reason(grant)}", container=ctr)
+                self._decisions.append((ctr.id, f"re-placed ({why}): {_reason(grant)}"))
+            self._readmitted(ctr, grant, classes, deadline, now)
+
+    def _readmitted(
+        self, ctr: Container, grant: Grant, classes: Classes, deadline: float | None, now: float
+    ) -> None:
+        self._decorate(ctr, grant, classes, initial=False)
+        if deadline is not None:
+            self._schedule_cold_start(ctr.id, deadline - now)
+
+    def _unplaced(self, ctr: Container, pod: Pod | None, exc: PolicyError, *, strict: bool) -> None:
+        """A container readmission could not place: refuse (reconfigure) or report (start)."""
+        label = container_label(pod, ctr)
+        why = _without_label(str(exc), label)
+        if strict:
+            raise PolicyError(f"cannot keep {label}: {why}") from None
+        self.ctx.notice(f"{label} left as it is: {why}", container=ctr, severity=Severity.ERROR)
 
     # ================================================================== containers
     def sync(self, added: Sequence[Container], removed: Sequence[Container]) -> None:
@@ -413,11 +428,17 @@ class TopologyAwarePolicy:
             mems = flush.mems.get(cid)
             if mems is not None and mems == ctr.mems:
                 mems = None
-            if cpus is not None or mems is not None:
-                cache.set_resources(cid, LinuxResources(cpus=cpus, mems=mems))
-                moved.append(cid)
             tags = tags_of.get(cid)
-            if tags is not None and any(ctr.tags.get(k) != v for k, v in tags.items()):
+            if tags is not None and all(ctr.tags.get(k) == v for k, v in tags.items()):
+                tags = None
+            if cpus is not None or mems is not None:
+                moved.append(cid)
+                change = LinuxResources(cpus=cpus, mems=mems)  # only what differs
+                if tags is None:
+                    cache.set_resources(cid, change)
+                else:  # one write for both
+                    cache.put_container(ctr.with_resources(change).with_tags(**tags))
+            elif tags is not None:
                 cache.set_tags(cid, **tags)
         decisions, self._decisions = self._decisions, []
         decided: set[str] = set()
