@@ -3,11 +3,17 @@ would take, colocation without scanning containers."""
 
 from __future__ import annotations
 
+import contextlib
+import random
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.model import LinuxResources
+from nrirp.domain.pipeline import OperationFailedError
+from nrirp.domain.policies.topology_aware.allocations import Allocations
 from nrirp.domain.topology import CPU, Machine, NumaNode
 
 from .support import GiB, anno, config, make_container, make_pod, make_rig
@@ -115,3 +121,59 @@ def test_colocate_namespaces_does_not_look_at_every_container(
     assert scanned == []
     assert sum(w for _, w in weighted) == 10 * 20
     assert {p.name for p, _ in weighted} == {rig.pool(c) for c in conts}
+
+
+@pytest.mark.parametrize("machine", ["box-16", "server-112-pmem", "hbm-cxl", "sparse-8s-4096"])
+def test_reused_scores_equal_fresh_ones(machine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scores reused from earlier decisions (same request signature, pool unchanged) are the
+    ones a fresh scoring would give, and the pools skipped by their lower bound could not have
+    won, through creates, stops, resizes and memory pressure."""
+    original = Allocations._scores
+    compared = 0
+
+    def checked(self: Allocations, signature: Any, pools: Any, scorer: Any, *rest: Any) -> Any:
+        nonlocal compared
+        scores, complete = original(self, signature, pools, scorer, *rest)
+        fresh = {s.pool.id: s for s in (scorer.score(p) for p in pools)}
+        for score in scores:
+            again = fresh[score.pool.id]
+            assert (score.key, score.viable, score.use_isolated) == (
+                again.key,
+                again.viable,
+                again.use_isolated,
+            )
+        assert complete or len(scores) < len(pools)
+        best = min((s.key for s in scores if s.viable), default=None)
+        assert best == min((s.key for s in fresh.values() if s.viable), default=None)
+        compared += len(pools)
+        return scores, complete
+
+    monkeypatch.setattr(Allocations, "_scores", checked)
+    rng = random.Random(7)
+    rig = make_rig(machine)
+    live: list[tuple[Any, Any]] = []
+    shapes = [
+        {"qos": "BestEffort"},
+        {"cpu": 200, "limit": 400, "memory": GiB},
+        {"cpu": 300, "memory": 2 * GiB},
+        {"qos": "Guaranteed", "cpu": 1000, "memory": 3 * GiB},
+        {"qos": "Guaranteed", "cpu": 2000, "memory": GiB // 2},
+        {"qos": "Guaranteed", "cpu": 1500, "memory": GiB},
+        {"cpu": 100, "namespace": "kube-system"},
+    ]
+    for i in range(120):
+        if live and rng.random() < 0.3:
+            rig.stop(*live.pop(rng.randrange(len(live))))
+            continue
+        if live and rng.random() < 0.15:
+            pod, ctr = rng.choice(live)
+            size = LinuxResources(memory_limit=rng.choice([GiB // 2, GiB, 3 * GiB]))
+            with contextlib.suppress(OperationFailedError):
+                rig.manager.update_container(pod, rig.ctr(ctr), size)
+            continue
+        try:
+            pod, ctr, _ = rig.run(f"w{i}", **rng.choice(shapes))  # type: ignore[arg-type]
+        except OperationFailedError:
+            continue
+        live.append((pod, ctr))
+    assert compared > 300

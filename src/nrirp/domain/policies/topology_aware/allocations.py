@@ -9,7 +9,7 @@ effect. A plan or commit that raises leaves the engine as it was; so does a resi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
 
@@ -26,8 +26,9 @@ from nrirp.domain.policies.topology_aware.preferences import CPUKind, CPURequest
 from nrirp.domain.policies.topology_aware.resources import ManagedResources, resolve_resources
 from nrirp.domain.policies.topology_aware.scoring import (
     MemoryFit,
+    PoolScorer,
     Score,
-    rank_pools,
+    score_key,
     want_priority,
     wants_normal_priority,
 )
@@ -113,8 +114,13 @@ class Allocations:
         self._mem_causes: dict[str, str] = {}
         self._detached: dict[str, Grant] = {}
         self._hide_cache: dict[CPUSet, CPUSet] = {}
-        self._pool_memory_cache: dict[tuple[int, frozenset[MemoryType]], _PoolMemory] = {}
+        self._pool_memory_cache: dict[frozenset[MemoryType], list[_PoolMemory]] = {}
         self._zone_pools: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._roomy_cache: dict[tuple[frozenset[MemoryType], int], list[Pool]] = {}
+        self._score_cache: dict[
+            tuple[object, ...],
+            tuple[list[int], list[tuple[float, ...]], list[tuple[int, int, int, Score] | None]],
+        ] = {}
         self.pool_usage: list[int] = [0] * len(self.tree.pools)
         """Bytes of grants whose memory zone lies within each pool's memory, by pool id."""
         self.pool_touch: list[int] = [0] * len(self.tree.pools)
@@ -145,6 +151,17 @@ class Allocations:
             self._capacity[key] = value
         return value
 
+    def _roomy(self, types: frozenset[MemoryType], size: int) -> list[Pool]:
+        """The pools whose memory of ``types`` can hold ``size`` bytes at all."""
+        key = (types, size)
+        found = self._roomy_cache.get(key)
+        if found is None:
+            if len(self._roomy_cache) >= 1024:
+                self._roomy_cache.clear()
+            found = [p for p in self.tree.pools if self.pool_capacity(p, types) >= size]
+            self._roomy_cache[key] = found
+        return found
+
     def colocated_pools(self, key: tuple[str, str], weight: int) -> list[tuple[Pool, int]]:
         """``(pool, weight * grants there)`` for the grants of a pod or namespace (``key``)."""
         counts = self.colocated.get(key)
@@ -172,7 +189,7 @@ class Allocations:
         size = 0 if request.memory.preserve else request.memory.size
         pools: Sequence[Pool] = self.tree.pools
         if size:
-            roomy = [p for p in pools if self.pool_capacity(p, types) >= size]
+            roomy = self._roomy(types, size)
             if not roomy:
                 largest = max(pools, key=lambda p: (self.pool_capacity(p, types), -p.id))
                 raise PolicyError(
@@ -204,13 +221,12 @@ class Allocations:
             if wants_normal_priority(request.cpu)
             else None
         )
-        fits: dict[int, tuple[bool, int]] = {}  # per node set, for this plan only
+        fits: dict[int, tuple[bool, int, bool]] = {}  # per node set, for this plan only
 
         def memory_fit(pool: Pool) -> MemoryFit:
             return self._memory_fit(request, pool, types, size, fits)
 
-        scores = rank_pools(
-            pools,
+        scorer = PoolScorer(
             request.cpu,
             self.supply,
             weighted=weighted,
@@ -220,17 +236,125 @@ class Allocations:
             normal_cpus=normal_cpus,
             threads=self.exclusive_threads(request.cpu),
         )
-        if prefer is not None:
-            preferred = [s for s in scores if s.pool is prefer and s.viable]
-            scores = preferred + [s for s in scores if s not in preferred]
         hinted = CPUSet().union(*(h.cpus for h in hints)) if request.pick_by_hints else CPUSet()
-        for score in scores:
-            if not score.viable:
+        signature: tuple[object, ...] | None = None
+        if not (hints or weighted or prefer is not None):
+            cold = request.memory.cold_start > 0
+            signature = (request.cpu, size, types, request.qos, request.memory.limit, cold)
+        scores, complete = self._scores(signature, pools, scorer, request, types)
+        tried: set[int] = set()
+        while True:
+            for score in _best_first(scores, prefer):
+                if score.pool.id in tried:
+                    continue
+                tried.add(score.pool.id)
+                plan = self._realize(request, score, types, size, hinted)
+                if plan is not None:
+                    return plan
+                if not complete:
+                    break
+            if complete:
+                raise PolicyError(self._shortage(request, scores))
+            scores, complete = self._scores(None, pools, scorer, request, types)
+
+    def _scores(
+        self,
+        signature: tuple[object, ...] | None,
+        pools: Sequence[Pool],
+        scorer: PoolScorer,
+        request: Request,
+        types: frozenset[MemoryType],
+    ) -> tuple[list[Score], bool]:
+        """The pools' scores, and whether every pool was scored.
+
+        Without a ``signature`` every pool is scored. With one, scores computed for an
+        earlier request of the same signature are reused while their pool has not changed
+        (same version, same allocatable shared and reserved capacity, memory usage still
+        within what its fit allowed), and a changed pool is scored again only if its lower
+        bounds (:meth:`PoolScorer.bound`, :meth:`PoolScorer.tighter_bound`) could beat the best
+        viable score found: most decisions change a handful of pools, and pools of the wrong
+        depth or level, or with more containers, need no full look.
+        """
+        if signature is None:
+            return [scorer.score(p) for p in pools], True
+        cached = self._score_cache.get(signature)
+        if cached is None:
+            if len(self._score_cache) >= 256:
+                self._score_cache.clear()
+            cached = self._score_cache[signature] = self._score_entry(pools, scorer, request, types)
+        order, bounds, entries = cached
+        version = self.supply.version
+        allocatable = scorer.allocatable
+        reserved = scorer.allocatable_reserved
+        touch = self.pool_touch
+        out: list[Score] = []
+        stale: list[int] = []
+        best: tuple[float, ...] | None = None
+        complete = True
+        for index in order:
+            if best is not None and bounds[index] > best:
+                complete = False  # neither this pool nor the rest (ordered by bound) can win
+                break
+            pid = pools[index].id
+            entry = entries[index]
+            if (
+                entry is not None
+                and entry[0] == version[pid]
+                and entry[1] == allocatable[pid]
+                and (reserved is None or entry[2] == reserved[pid])
+            ):
+                score = entry[3]
+                room = score.memory_room
+                if room is None or touch[pid] <= room:
+                    out.append(score)
+                    if score.viable and (best is None or score.key < best):
+                        best = score.key
+                    continue
+            stale.append(index)
+        for index in stale:
+            pool = pools[index]
+            if best is not None and (
+                bounds[index] > best or scorer.tighter_bound(pool, bounds[index]) > best
+            ):
+                complete = False
                 continue
-            plan = self._realize(request, score, types, size, hinted)
-            if plan is not None:
-                return plan
-        raise PolicyError(self._shortage(request, scores))
+            score = scorer.score(pool)
+            pid = pool.id
+            entries[index] = (
+                (version[pid], allocatable[pid], reserved[pid] if reserved else 0, score)
+                if score.stable
+                else None
+            )
+            out.append(score)
+            if score.viable and (best is None or score.key < best):
+                best = score.key
+        return out, complete
+
+    def _score_entry(
+        self,
+        pools: Sequence[Pool],
+        scorer: PoolScorer,
+        request: Request,
+        types: frozenset[MemoryType],
+    ) -> tuple[list[int], list[tuple[float, ...]], list[tuple[int, int, int, Score] | None]]:
+        """A new cache entry: pool indexes by lower bound, the bounds, no scores yet."""
+        facts = self._pool_memory(types)
+        limit = request.memory.limit
+        burstable = request.qos is QOSClass.BURSTABLE and limit is not None
+        size = 0 if request.memory.preserve else request.memory.size
+        bounds = []
+        for pool in pools:
+            f = facts[pool.id]
+            bounds.append(
+                scorer.bound(
+                    pool,
+                    covers=not burstable or f.typed_capacity >= (limit or 0),
+                    nodes=f.count if size else 0,
+                    has_types=f.has_types,
+                )
+            )
+        order = sorted(range(len(pools)), key=bounds.__getitem__)
+        return order, bounds, [None] * len(pools)
 
     def plan_keeping(self, request: Request, old: Grant) -> Plan | None:
         """A plan that keeps ``old``'s pool and CPUs (a resize whose CPU part still fits
@@ -260,21 +384,25 @@ class Allocations:
         """CPUs the exclusive part of ``cpu`` takes: whole cores with hide-hyperthreads."""
         return cpu.full * self.threads_per_core if cpu.hide_hyperthreads else cpu.full
 
-    def _pool_memory(self, pool: Pool, types: frozenset[MemoryType]) -> _PoolMemory:
-        key = (pool.id, types)
-        facts = self._pool_memory_cache.get(key)
+    def _pool_memory(self, types: frozenset[MemoryType]) -> list[_PoolMemory]:
+        """Memory facts of every pool for requests of ``types``, by pool id."""
+        facts = self._pool_memory_cache.get(types)
         if facts is None:
-            nodes = self.pool_nodes(pool, types)
-            has_types = bool(pool.mems & self.typed_nodes(types))
-            facts = _PoolMemory(
-                nodes=nodes,
-                count=len(nodes),
-                capacity=self.memory.capacity(nodes),
-                typed_capacity=self.pool_capacity(pool, types),
-                has_types=has_types,
-                bound=pool.id if has_types else self.tree.top.id,
-            )
-            self._pool_memory_cache[key] = facts
+            facts = []
+            for pool in self.tree.pools:
+                nodes = self.pool_nodes(pool, types)
+                has_types = bool(pool.mems & self.typed_nodes(types))
+                facts.append(
+                    _PoolMemory(
+                        nodes=nodes,
+                        count=len(nodes),
+                        capacity=self.memory.capacity(nodes),
+                        typed_capacity=self.pool_capacity(pool, types),
+                        has_types=has_types,
+                        bound=pool.id if has_types else self.tree.top.id,
+                    )
+                )
+            self._pool_memory_cache[types] = facts
         return facts
 
     def _memory_fit(
@@ -283,9 +411,9 @@ class Allocations:
         pool: Pool,
         types: frozenset[MemoryType],
         size: int,
-        known: dict[int, tuple[bool, int]],
+        known: dict[int, tuple[bool, int, bool]],
     ) -> MemoryFit:
-        facts = self._pool_memory(pool, types)
+        facts = self._pool_memory(types)[pool.id]
         limit = request.memory.limit
         covers = True
         if request.qos is QOSClass.BURSTABLE and limit is not None:
@@ -299,7 +427,7 @@ class Allocations:
             # the request fits in them (a set S holding the nodes N then has demand at most
             # that plus the demand of S - N, which fitted before).
             if self.pool_touch[facts.bound] + size <= facts.capacity:
-                fit = (True, facts.count)
+                fit = (True, facts.count, True)
             else:
                 try:
                     offer = self.memory.offer(
@@ -307,11 +435,15 @@ class Allocations:
                             owner=request.container_id, size=size, nodes=facts.nodes, types=types
                         )
                     )
-                    fit = (offer.fits, len(offer.nodes))
+                    fit = (offer.fits, len(offer.nodes), False)
                 except MemoryAllocationError:
-                    fit = (False, 1 << 30)
+                    fit = (False, 1 << 30, False)
             known[key] = fit
-        return MemoryFit(fit[0], fit[1], facts.has_types, covers)
+        # a fast-path fit stays true while the usage meeting the pool's memory stays within
+        # what the test allowed (when the nodes are the pool's own)
+        stable = fit[2] and facts.bound == pool.id
+        room = facts.capacity - size if stable else None
+        return MemoryFit(fit[0], fit[1], facts.has_types, covers, stable, room)
 
     def _zone_pools_of(self, zone: CPUSet) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(pools whose memory holds ``zone``, pools whose memory meets it), by id."""
@@ -448,7 +580,7 @@ class Allocations:
         label = request.label
         if not scores:
             return f"{label}: no pool can take it"
-        pool = scores[0].pool
+        pool = min(scores, key=score_key).pool
         supply = self.supply
         sharable = len(supply.sharable[pool.id])
         used = supply.shared_granted[pool.id]
@@ -659,7 +791,7 @@ class Allocations:
             supply.grant_shared(pool, cid, grant.shared, member=True)
         elif grant.kind is CPUKind.RESERVED:
             supply.grant_reserved(pool, cid, grant.reserved)
-        supply.count[pool.id] += 1
+        supply.add_count(pool, 1)
         self.memory_granted += grant.memory_size if grant.memory is not None else 0
         self._usage(grant.memory, grant.memory_size)
         for key in _colocation_keys(grant):
@@ -682,7 +814,7 @@ class Allocations:
             supply.ungrant_shared(pool, cid, grant.shared)
         elif grant.kind is CPUKind.RESERVED:
             supply.ungrant_reserved(pool, cid, grant.reserved)
-        supply.count[pool.id] -= 1
+        supply.add_count(pool, -1)
         self.memory_granted -= grant.memory_size if grant.memory is not None else 0
         self._usage(grant.memory, -grant.memory_size)
         for key in _colocation_keys(grant):
@@ -818,6 +950,23 @@ class Flush:
     tagged: list[Grant]
     reasons: dict[str, str] = attrs.field(factory=dict)
     """Why containers were touched as a side effect of other containers' changes."""
+
+
+def _best_first(scores: Sequence[Score], prefer: Pool | None) -> Iterator[Score]:
+    """The viable scores to try, best first: the preferred pool, then by key (sorted only if
+    the best cannot be carved)."""
+    viable = [s for s in scores if s.viable]
+    if not viable:
+        return
+    first = None
+    if prefer is not None:
+        first = next((s for s in viable if s.pool is prefer), None)
+    if first is None:
+        first = min(viable, key=score_key)
+    yield first
+    viable.remove(first)
+    viable.sort(key=score_key)
+    yield from viable
 
 
 def cpu_text(cpus: CPUSet) -> str:

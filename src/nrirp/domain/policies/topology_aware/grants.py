@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import attrs
@@ -47,14 +48,24 @@ class Grant:
     namespace: str = ""
     pod_id: str = ""
 
+    _tags: tuple[CPUSet | None, dict[str, str]] | None = attrs.field(
+        default=None, init=False, repr=False
+    )
+
     def tags(self) -> dict[str, str]:
-        return {
+        """The tags that persist the grant (callers must not modify the mapping)."""
+        cached = self._tags
+        if cached is not None and cached[0] is self.memory:
+            return cached[1]
+        tags = {
             TAG_POOL: self.pool.name,
             TAG_KIND: self.tag_kind(),
-            TAG_EXCLUSIVE: str(self.exclusive),
-            TAG_MEMORY: "" if self.memory is None else str(self.memory),
+            TAG_EXCLUSIVE: str(self.exclusive) if self.exclusive else "",
+            TAG_MEMORY: "" if self.memory is None else zone_text(self.memory),
             TAG_MEMORY_TYPES: types_text(self.memory_types),
         }
+        self._tags = (self.memory, tags)
+        return tags
 
     def tag_kind(self) -> str:
         """The kind as tagged: a mixed grant is tagged by its whole CPUs (exclusive or
@@ -85,7 +96,15 @@ class Grant:
         return out
 
 
+@functools.lru_cache(maxsize=1024)
+def zone_text(zone: CPUSet) -> str:
+    """``str(zone)`` for memory zones (a handful of distinct ones, rendered once)."""
+    return str(zone)
+
+
+@functools.cache
 def types_text(types: frozenset[MemoryType]) -> str:
+    """``dram,pmem``: the types in their declaration order."""
     return ",".join(t.value for t in MemoryType if t in types)
 
 

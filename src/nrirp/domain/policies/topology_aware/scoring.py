@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -44,13 +45,24 @@ class MemoryFit(NamedTuple):
     """Nodes of the zone it would get."""
     has_types: bool
     covers_limit: bool
+    stable: bool = True
+    """Depends only on the pool's own memory usage (``pool_touch``), not on the rest of the
+    machine."""
+    room: int | None = None
+    """With ``stable``: the pool's usage up to which the fit holds (``None``: any)."""
 
 
 class Score(NamedTuple):
     key: tuple[float, ...]
+    """Smaller is better (compared as a whole, element by element)."""
     pool: Pool
     viable: bool
     use_isolated: bool
+    stable: bool = True
+    """The key depends only on the pool's version, its allocatable shared and reserved
+    capacity and its memory usage up to ``memory_room`` (no affinity, hints or machine-wide
+    memory offer went into it)."""
+    memory_room: int | None = None
 
 
 def affinity_score(pool: Pool, weighted: Sequence[tuple[Pool, int]]) -> float:
@@ -77,6 +89,172 @@ def hint_scores(pool: Pool, hints: Sequence[TopologyHint]) -> tuple[float, float
 _UNFIT = MemoryFit(False, 1 << 30, False, False)
 
 
+class PoolScorer:
+    """Scores pools for one request: what does not depend on the pool is prepared once.
+
+    ``threads``: the CPUs the exclusive part takes (``cpu.full`` unless whole cores are
+    wanted). Memory is looked at only for pools that can take the request's CPUs.
+    """
+
+    def __init__(
+        self,
+        cpu: CPURequest,
+        supply: Supply,
+        *,
+        weighted: Sequence[tuple[Pool, int]],
+        hints: Sequence[TopologyHint],
+        memory: Callable[[Pool], MemoryFit],
+        priority_cpus: CPUSet | None,
+        normal_cpus: CPUSet | None = None,
+        threads: int | None = None,
+    ) -> None:
+        self.cpu = cpu
+        self.supply = supply
+        self.weighted = weighted
+        self.hints = hints
+        self.memory = memory
+        self.full = cpu.full if threads is None else threads
+        self.want = max(self.full, 1)
+        self.allocatable = supply.allocatable_shared_all()
+        self.reserved_kind = cpu.kind is CPUKind.RESERVED
+        self.allocatable_reserved = (
+            supply.allocatable_reserved_all() if self.reserved_kind else None
+        )
+        self.on_shared = cpu.kind in (CPUKind.SHARED, CPUKind.MIXED)
+        self.burst_limit = cpu.limit if cpu.burstable else None
+        self.priority_bits = priority_cpus.bits if priority_cpus is not None else None
+        self.normal_bits = normal_cpus.bits if normal_cpus is not None else None
+
+    def score(self, pool: Pool) -> Score:
+        cpu, supply = self.cpu, self.supply
+        pid = pool.id
+        full, shared = self.full, cpu.shared
+        isolated = supply.isolated[pid].bits.bit_count()
+        use_isolated = cpu.isolate and full > 0 and isolated >= full
+        allocatable = self.allocatable[pid]
+        shared_left = allocatable - shared
+        if full and not use_isolated:
+            shared_left -= 1000 * full
+        reserved_left = 0
+        capacity: tuple[int, ...]
+        if self.allocatable_reserved is not None:
+            reserved_left = self.allocatable_reserved[pid] - shared
+            capacity = (0 if reserved_left >= 0 else 1,)
+            viable = True
+        elif cpu.kind is CPUKind.PRESERVE:
+            capacity = (0,)
+            viable = True
+        else:
+            capacity = (
+                1 if cpu.isolate and not use_isolated else 0,
+                0 if shared_left >= 0 else 1,
+                1 if self.on_shared and not supply.initial_sharable[pid] else 0,
+            )
+            viable = (use_isolated or not cpu.require_isolated) and (
+                shared_left >= 0 or (use_isolated and not shared)
+            )
+        affinity = affinity_score(pool, self.weighted) if self.weighted else 0.0
+        if self.hints:
+            product, nonzero = hint_scores(pool, self.hints)
+            key = (*capacity, -affinity, -product, -nonzero, -pool.depth, pid)
+            return Score(key, pool, viable, use_isolated, False)
+        fit = self.memory(pool) if viable else _UNFIT
+        burst_key = 0
+        if self.burst_limit is not None and allocatable < self.burst_limit:
+            burst_key = 1
+        level_key = 0
+        if cpu.unlimited_level is not None and cpu.unlimited_level not in pool.levels:
+            level_key = 1
+        source = supply.isolated[pid].bits if use_isolated else supply.sharable[pid].bits
+        want = self.want
+        prio_key = 0
+        if self.priority_bits is not None and (source & self.priority_bits).bit_count() < want:
+            prio_key = 1
+        normal_key = 0
+        if self.normal_bits is not None and (source & self.normal_bits).bit_count() < want:
+            normal_key = 1
+        kind_key: tuple[float, ...]
+        if self.reserved_kind:
+            kind_key = (-reserved_left / (supply.count[pid] + 1), 0, 0)
+        elif use_isolated:
+            kind_key = (-isolated, normal_key, 0)
+        elif full:
+            kind_key = (normal_key, -shared_left, 0)
+        else:
+            kind_key = (normal_key, len(supply.members[pid]), -shared_left)
+        key = (
+            *capacity,
+            -affinity,
+            0 if fit.fits else 1,
+            0 if fit.covers_limit else 1,
+            burst_key,
+            level_key,
+            fit.nodes,
+            0 if fit.has_types else 1,
+            prio_key,
+            -pool.depth,
+            *kind_key,
+            pid,
+        )
+        return Score(key, pool, viable, use_isolated, fit.stable and not self.weighted, fit.room)
+
+    def bound(self, pool: Pool, *, covers: bool, nodes: int, has_types: bool) -> tuple[float, ...]:
+        """A key no score of ``pool`` for this request can be below, from what does not
+        change (without hints or affinity): the best possible capacity, memory fit, burst,
+        priority and kind items with the pool's own depth, level, node count and types.
+        ``nodes``: the pool's node count (an offer never gives fewer)."""
+        cpu = self.cpu
+        capacity: tuple[int, ...]
+        if self.reserved_kind or cpu.kind is CPUKind.PRESERVE:
+            capacity = (0,)
+        else:
+            capacity = (
+                0,
+                0,
+                1 if self.on_shared and not self.supply.initial_sharable[pool.id] else 0,
+            )
+        level_key = 0
+        if cpu.unlimited_level is not None and cpu.unlimited_level not in pool.levels:
+            level_key = 1
+        return (
+            *capacity,
+            0.0,
+            0,
+            0 if covers else 1,
+            0,
+            level_key,
+            nodes,
+            0 if has_types else 1,
+            0,
+            -pool.depth,
+            -math.inf,
+        )
+
+    def tighter_bound(self, pool: Pool, bound: tuple[float, ...]) -> tuple[float, ...]:
+        """``bound`` (:meth:`bound`) with the kind items as they are now (cheap to get; the
+        normal-priority item at its best): still no more than the pool's score."""
+        cpu, supply = self.cpu, self.supply
+        pid = pool.id
+        kind: tuple[float, ...]
+        if self.allocatable_reserved is not None:
+            left = self.allocatable_reserved[pid] - cpu.shared
+            kind = (-left / (supply.count[pid] + 1),)
+        else:
+            full = self.full
+            isolated = supply.isolated[pid].bits.bit_count()
+            use_isolated = cpu.isolate and full > 0 and isolated >= full
+            shared_left = self.allocatable[pid] - cpu.shared
+            if full and not use_isolated:
+                shared_left -= 1000 * full
+            if use_isolated:
+                kind = (-isolated, 0)
+            elif full:
+                kind = (0, -shared_left)
+            else:
+                kind = (0, len(supply.members[pid]), -shared_left)
+        return bound[:-1] + kind
+
+
 def rank_pools(
     pools: Sequence[Pool],
     cpu: CPURequest,
@@ -89,98 +267,23 @@ def rank_pools(
     normal_cpus: CPUSet | None = None,
     threads: int | None = None,
 ) -> list[Score]:
-    """``pools`` best first (smaller keys are better). ``threads``: the CPUs the exclusive
-    part takes (``cpu.full`` unless whole cores are wanted). Memory is looked at only for
-    pools that can take the request's CPUs."""
-    kind = cpu.kind
-    full = cpu.full if threads is None else threads
-    shared, isolate = cpu.shared, cpu.isolate
-    allocatable = supply.allocatable_shared_all()
-    reserved_kind = kind is CPUKind.RESERVED
-    preserve_kind = kind is CPUKind.PRESERVE
-    on_shared = kind in (CPUKind.SHARED, CPUKind.MIXED)
-    burst_limit = cpu.limit if cpu.burstable else None
-    level = cpu.unlimited_level
-    want = max(full, 1)
-    isolated, sharable, members, count = (
-        supply.isolated,
-        supply.sharable,
-        supply.members,
-        supply.count,
+    """``pools`` best first (smaller keys are better)."""
+    scorer = PoolScorer(
+        cpu,
+        supply,
+        weighted=weighted,
+        hints=hints,
+        memory=memory,
+        priority_cpus=priority_cpus,
+        normal_cpus=normal_cpus,
+        threads=threads,
     )
-    initial = supply.initial_sharable
-    out: list[Score] = []
-    for pool in pools:
-        pid = pool.id
-        use_isolated = isolate and full > 0 and len(isolated[pid]) >= full
-        shared_left = allocatable[pid] - shared
-        if full and not use_isolated:
-            shared_left -= 1000 * full
-        reserved_left = 0
-        if reserved_kind:
-            reserved_left = supply.allocatable_reserved(pool) - shared
-            capacity: tuple[float, ...] = (0.0 if reserved_left >= 0 else 1.0,)
-            viable = True
-        elif preserve_kind:
-            capacity = (0.0,)
-            viable = True
-        else:
-            capacity = (
-                1.0 if isolate and not use_isolated else 0.0,
-                0.0 if shared_left >= 0 else 1.0,
-                1.0 if on_shared and not initial[pid] else 0.0,
-            )
-            viable = (use_isolated or not cpu.require_isolated) and (
-                shared_left >= 0 or (use_isolated and not shared)
-            )
-        affinity = affinity_score(pool, weighted) if weighted else 0.0
-        if hints:
-            product, nonzero = hint_scores(pool, hints)
-            key = (*capacity, -affinity, -product, -nonzero, -pool.depth, pid)
-            out.append(Score(key, pool, viable, use_isolated))
-            continue
-        fit = memory(pool) if viable else _UNFIT
-        burst_key = 0.0
-        if burst_limit is not None:
-            burst_key = 0.0 if allocatable[pid] >= burst_limit else 1.0
-        level_key = 0.0
-        if level is not None:
-            level_key = 0.0 if level in pool.levels else 1.0
-        source = isolated[pid] if use_isolated else sharable[pid]
-        prio_key = 0.0
-        if priority_cpus is not None:
-            prio_key = 0.0 if len(source & priority_cpus) >= want else 1.0
-        normal_key = 0.0
-        if normal_cpus is not None:
-            normal_key = 0.0 if len(source & normal_cpus) >= want else 1.0
-        if reserved_kind:
-            kind_key: tuple[float, ...] = (-reserved_left / (count[pid] + 1), 0.0, 0.0)
-        elif use_isolated:
-            kind_key = (-float(len(isolated[pid])), normal_key, 0.0)
-        elif full:
-            kind_key = (normal_key, -float(shared_left), 0.0)
-        else:
-            kind_key = (normal_key, float(len(members[pid])), -float(shared_left))
-        key = (
-            *capacity,
-            -affinity,
-            0.0 if fit.fits else 1.0,
-            0.0 if fit.covers_limit else 1.0,
-            burst_key,
-            level_key,
-            float(fit.nodes),
-            0.0 if fit.has_types else 1.0,
-            prio_key,
-            -pool.depth,
-            *kind_key,
-            pid,
-        )
-        out.append(Score(key, pool, viable, use_isolated))
-    out.sort(key=_key)
+    out = [scorer.score(pool) for pool in pools]
+    out.sort(key=score_key)
     return out
 
 
-def _key(score: Score) -> tuple[float, ...]:
+def score_key(score: Score) -> tuple[float, ...]:
     return score.key
 
 

@@ -34,6 +34,16 @@ class Supply:
         """Grants whose CPUs follow the pool's shared set (shared and mixed), by container."""
         self.reserved_members: list[dict[str, None]] = [{} for _ in pools]
         self.count: list[int] = [0] * len(pools)
+        self.free: list[int] = [1000 * len(c) for c in self.sharable]
+        """Free shared mCPU of each pool itself: ``1000 * |sharable|`` minus shared grants."""
+        self._parents: list[tuple[int, int]] = [
+            (p.id, p.parent.id) for p in pools if p.parent is not None
+        ]  # pre-order: a parent comes before its children
+        self._allocatable: list[int] | None = None
+        self._allocatable_reserved: list[int] | None = None
+        self.version: list[int] = [0] * len(pools)
+        """Bumped whenever anything a pool's score reads of its CPU supply changes (its sets,
+        grants, members, count), so scores can be reused until then."""
         self.fallback: list[CPUSet] = [self._fallback(p) for p in pools]
         self.dirty: set[int] = set()
         self.causes: dict[int, list[tuple[bool, str]]] = {}
@@ -55,32 +65,40 @@ class Supply:
 
     def free_shared(self, pool: Pool) -> int:
         """Free shared mCPU of the pool itself (not limited by its ancestors)."""
-        return 1000 * len(self.sharable[pool.id]) - self.shared_granted[pool.id]
+        return self.free[pool.id]
 
     def allocatable_shared(self, pool: Pool) -> int:
         """Shared mCPU a new grant in ``pool`` can get: the minimum along the path to the top."""
-        value = self.free_shared(pool)
-        for up in pool.ancestors:
-            value = min(value, self.free_shared(up))
-        return value
+        return self.allocatable_shared_all()[pool.id]
 
     def allocatable_shared_all(self) -> list[int]:
-        """:meth:`allocatable_shared` of every pool, by id (one pass, parents first)."""
-        out = [0] * len(self.sharable)
-        for pool in self.tree.pools:  # pre-order: a parent comes before its children
-            pid = pool.id
-            value = 1000 * len(self.sharable[pid]) - self.shared_granted[pid]
-            parent = pool.parent
-            if parent is not None and out[parent.id] < value:
-                value = out[parent.id]
-            out[pid] = value
+        """:meth:`allocatable_shared` of every pool, by id (kept until the supply changes;
+        callers must not modify it)."""
+        out = self._allocatable
+        if out is None:
+            out = list(self.free)
+            for pid, parent in self._parents:
+                if out[parent] < out[pid]:
+                    out[pid] = out[parent]
+            self._allocatable = out
+        return out
+
+    def allocatable_reserved_all(self) -> list[int]:
+        """:meth:`allocatable_reserved` of every pool, by id (kept until the supply changes;
+        callers must not modify it)."""
+        out = self._allocatable_reserved
+        if out is None:
+            out = [
+                1000 * len(r) - g for r, g in zip(self.reserved, self.reserved_granted, strict=True)
+            ]
+            for pid, parent in self._parents:
+                if out[parent] < out[pid]:
+                    out[pid] = out[parent]
+            self._allocatable_reserved = out
         return out
 
     def allocatable_reserved(self, pool: Pool) -> int:
-        value = 1000 * len(self.reserved[pool.id]) - self.reserved_granted[pool.id]
-        for up in pool.ancestors:
-            value = min(value, 1000 * len(self.reserved[up.id]) - self.reserved_granted[up.id])
-        return value
+        return self.allocatable_reserved_all()[pool.id]
 
     def fits(self, pool: Pool, cpus: CPUSet, shared: int) -> bool:
         """Would taking ``cpus`` off the sharable sets and granting ``shared`` mCPU in ``pool``
@@ -129,6 +147,9 @@ class Supply:
 
     def _changed(self, pool_id: int, shrank: bool, cause: str) -> None:
         self.dirty.add(pool_id)
+        self.version[pool_id] += 1
+        self.free[pool_id] = 1000 * len(self.sharable[pool_id]) - self.shared_granted[pool_id]
+        self._allocatable = None
         if cause:
             self.causes.setdefault(pool_id, []).append((shrank, cause))
 
@@ -145,33 +166,55 @@ class Supply:
         return text
 
     def take_isolated(self, pool: Pool, cpus: CPUSet) -> None:
+        version = self.version
         for p in self._touched(pool, cpus):
             self.isolated[p.id] = self.isolated[p.id] - cpus
+            version[p.id] += 1
 
     def return_isolated(self, pool: Pool, cpus: CPUSet) -> None:
+        version = self.version
         for p in self._touched(pool, cpus):
             self.isolated[p.id] = self.isolated[p.id] | (cpus & self.isolated_all[p.id])
+            version[p.id] += 1
 
     def grant_shared(self, pool: Pool, container_id: str, mcpu: int, *, member: bool) -> None:
+        version, free = self.version, self.free
         for p in (pool, *pool.ancestors):
             self.shared_granted[p.id] += mcpu
+            free[p.id] -= mcpu
+            version[p.id] += 1
+        self._allocatable = None
         if member:
             self.members[pool.id][container_id] = None
 
     def ungrant_shared(self, pool: Pool, container_id: str, mcpu: int) -> None:
+        version, free = self.version, self.free
         for p in (pool, *pool.ancestors):
             self.shared_granted[p.id] -= mcpu
+            free[p.id] += mcpu
+            version[p.id] += 1
+        self._allocatable = None
         self.members[pool.id].pop(container_id, None)
 
     def grant_reserved(self, pool: Pool, container_id: str, mcpu: int) -> None:
+        version = self.version
         for p in (pool, *pool.ancestors):
             self.reserved_granted[p.id] += mcpu
+            version[p.id] += 1
+        self._allocatable_reserved = None
         self.reserved_members[pool.id][container_id] = None
 
     def ungrant_reserved(self, pool: Pool, container_id: str, mcpu: int) -> None:
+        version = self.version
         for p in (pool, *pool.ancestors):
             self.reserved_granted[p.id] -= mcpu
+            version[p.id] += 1
+        self._allocatable_reserved = None
         self.reserved_members[pool.id].pop(container_id, None)
+
+    def add_count(self, pool: Pool, delta: int) -> None:
+        self.count[pool.id] += delta
+        self.version[pool.id] += 1
 
     def take_dirty(self) -> Sequence[int]:
         """The pools whose sharable set changed since the last call (their causes stay
