@@ -122,3 +122,20 @@ def test_cold_start_event_names_a_container_by_id_or_full_or_pod_name_only() -> 
     rig.manager.inject_event(PolicyEvent(COLD_START_DONE, "test", y.id))
     assert rig.alloc.grants[y.id].cold_start_until is None
     assert _reasons(rig, y.id)[-1] == f"cold start ended: memory {rig.mems(y)}"
+
+
+def test_decision_reasons_read_as_the_grant() -> None:
+    rig = make_rig("box-16")
+    _, mixed, _ = rig.run("m", "Guaranteed", cpu=1500)
+    _, shared, _ = rig.run("s", cpu=250, limit=500)
+    _, system, _ = rig.run("k", cpu=100, namespace="kube-system")
+    excl = rig.tags(mixed)["topology-aware.exclusive"]
+    assert _reasons(rig, mixed.id) == [
+        f"mixed cpus {excl} + 500m shared in {rig.pool(mixed)}, memory {rig.mems(mixed)}"
+    ]
+    assert _reasons(rig, shared.id) == [
+        f"shared 250m in {rig.pool(shared)}, memory {rig.mems(shared)}"
+    ]
+    assert _reasons(rig, system.id) == [
+        f"reserved 100m in {rig.pool(system)}, memory {rig.mems(system)}"
+    ]

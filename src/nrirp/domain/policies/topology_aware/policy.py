@@ -21,6 +21,7 @@ from nrirp.domain.config import (
     TopologyAwarePolicySpec,
 )
 from nrirp.domain.cpuallocator import CPUAllocator
+from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import Container, ContainerState, HostChange, LinuxResources, Pod
 from nrirp.domain.policies.topology_aware.allocations import Allocations, Plan, RestoreError
 from nrirp.domain.policies.topology_aware.classes import (
@@ -418,6 +419,7 @@ class TopologyAwarePolicy:
         flush = alloc.flush()
         tags_of = {g.container_id: g.tags() for g in flush.tagged}
         moved: list[str] = []
+        changes: dict[tuple[CPUSet | None, CPUSet | None], LinuxResources] = {}
         for cid in dict.fromkeys([*flush.cpus, *flush.mems, *tags_of]):
             ctr = cache.container(cid)
             if ctr is None:
@@ -433,7 +435,9 @@ class TopologyAwarePolicy:
                 tags = None
             if cpus is not None or mems is not None:
                 moved.append(cid)
-                change = LinuxResources(cpus=cpus, mems=mems)  # only what differs
+                change = changes.get((cpus, mems))  # only what differs; shared by a pool
+                if change is None:
+                    change = changes[cpus, mems] = LinuxResources(cpus=cpus, mems=mems)
                 if tags is None:
                     cache.set_resources(cid, change)
                 else:  # one write for both
@@ -536,11 +540,15 @@ def _deadlines(data: Any) -> dict[str, float]:
 
 
 def _reason(grant: Grant) -> str:
+    """``exclusive cpus 4-5 in NUMA node #1, memory 1``, ``shared 500m in ...``,
+    ``mixed cpus 3 + 500m shared in ...``."""
     what = grant.kind.value
     if grant.exclusive:
         what += f" cpus {grant.exclusive}"
-    if grant.shared:
-        what += f" {grant.shared}m shared"
+        if grant.shared:
+            what += f" + {grant.shared}m shared"
+    elif grant.shared or grant.reserved:
+        what += f" {grant.shared or grant.reserved}m"
     text = f"{what} in {grant.pool.name}"
     if grant.memory is not None:
         text += f", memory {grant.memory}"
