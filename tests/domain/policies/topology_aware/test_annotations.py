@@ -88,6 +88,24 @@ def test_memory_type_pmem_and_default_types() -> None:
     assert rig.tags(both)["topology-aware.memory-types"] == "dram,pmem"
 
 
+def test_memory_type_mixed_goes_to_a_pool_with_both_types() -> None:
+    """An explicit type list wants every named type: on server-112-pmem only NUMA nodes #0
+    and #2 have PMEM attached, so ``mixed`` never lands in #1 or #3 (whose single DRAM node
+    would be the tighter offer), even when those are emptier."""
+    rig = make_rig("server-112-pmem")
+    pmem = CPUSet.parse("4-5")
+    for i in range(4):
+        _, ctr, _ = rig.run(
+            f"mx{i}", "Guaranteed", cpu=200, memory=GiB, annotations=anno("memory-type", "mixed")
+        )
+        mems = rig.mems(ctr)
+        assert len(mems & pmem) == 1 and len(mems - pmem) == 1, f"mx{i}: {mems}"
+    # without the annotation the tighter DRAM-only pools are fine
+    fresh = make_rig("server-112-pmem")
+    _, plain, _ = fresh.run("plain", "Guaranteed", cpu=200, memory=GiB)
+    assert len(fresh.mems(plain)) == 1 and not fresh.mems(plain) & pmem
+
+
 def test_hbm_only_when_asked_for() -> None:
     rig = make_rig("hbm-cxl")
     _, plain, _ = rig.run("p", "Guaranteed", cpu=1000, memory=GiB)

@@ -54,6 +54,9 @@ class _PoolMemory:
     capacity: int
     typed_capacity: int
     has_types: bool
+    """The pool has memory of one of the types."""
+    has_all_types: bool
+    """The pool has memory of every one of the types."""
     bound: int
     """The pool whose ``pool_touch`` counter bounds the usage of zones meeting ``nodes``."""
 
@@ -240,7 +243,15 @@ class Allocations:
         signature: tuple[object, ...] | None = None
         if not (hints or weighted or prefer is not None):
             cold = request.memory.cold_start > 0
-            signature = (request.cpu, size, types, request.qos, request.memory.limit, cold)
+            signature = (
+                request.cpu,
+                size,
+                types,
+                request.memory.types is not None,
+                request.qos,
+                request.memory.limit,
+                cold,
+            )
         scores, complete = self._scores(signature, pools, scorer, request, types)
         tried: set[int] = set()
         while True:
@@ -342,6 +353,7 @@ class Allocations:
         limit = request.memory.limit
         burstable = request.qos is QOSClass.BURSTABLE and limit is not None
         size = 0 if request.memory.preserve else request.memory.size
+        explicit = request.memory.types is not None
         bounds = []
         for pool in pools:
             f = facts[pool.id]
@@ -350,7 +362,7 @@ class Allocations:
                     pool,
                     covers=not burstable or f.typed_capacity >= (limit or 0),
                     nodes=f.count if size else 0,
-                    has_types=f.has_types,
+                    has_types=f.has_all_types if explicit else f.has_types,
                 )
             )
         order = sorted(range(len(pools)), key=bounds.__getitem__)
@@ -392,6 +404,7 @@ class Allocations:
             for pool in self.tree.pools:
                 nodes = self.pool_nodes(pool, types)
                 has_types = bool(pool.mems & self.typed_nodes(types))
+                has_all_types = all(pool.mems & self.typed_nodes(frozenset({t})) for t in types)
                 facts.append(
                     _PoolMemory(
                         nodes=nodes,
@@ -399,6 +412,7 @@ class Allocations:
                         capacity=self.memory.capacity(nodes),
                         typed_capacity=self.pool_capacity(pool, types),
                         has_types=has_types,
+                        has_all_types=has_all_types,
                         bound=pool.id if has_types else self.tree.top.id,
                     )
                 )
@@ -418,8 +432,9 @@ class Allocations:
         covers = True
         if request.qos is QOSClass.BURSTABLE and limit is not None:
             covers = facts.typed_capacity >= limit
+        has_types = facts.has_all_types if request.memory.types is not None else facts.has_types
         if not size:
-            return MemoryFit(True, 0, facts.has_types, covers)
+            return MemoryFit(True, 0, has_types, covers)
         key = facts.nodes.bits
         fit = known.get(key)
         if fit is None:
@@ -443,7 +458,7 @@ class Allocations:
         # what the test allowed (when the nodes are the pool's own)
         stable = fit[2] and facts.bound == pool.id
         room = facts.capacity - size if stable else None
-        return MemoryFit(fit[0], fit[1], facts.has_types, covers, stable, room)
+        return MemoryFit(fit[0], fit[1], has_types, covers, stable, room)
 
     def _zone_pools_of(self, zone: CPUSet) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(pools whose memory holds ``zone``, pools whose memory meets it), by id."""

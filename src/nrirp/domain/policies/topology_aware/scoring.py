@@ -6,10 +6,12 @@
    their pool fully and x0.75 per hop up or down the tree);
 3. with topology hints: higher product of hint scores, then higher product of the non-zero
    scores; then the deeper pool, then the lower id (nothing else counts);
-4. memory: an offer that fits without widening; for Burstable memory, capacity covering the limit;
+4. memory: an offer of the matching type (every type a ``memory-type`` annotation names, any
+   allowed type otherwise), then an offer that fits without widening; for Burstable memory,
+   capacity covering the limit;
 5. Burstable CPU: shared capacity covering the limit; unlimited Burstable: the preferred level;
 6. tighter memory offer (fewer nodes);
-7. having the requested memory types;
+7. (having the requested memory types: decided with item 4);
 8. (CPU class: every pool can serve it, so this never decides);
 9. having enough CPUs of the requested priority (high or low) for the request, among the CPUs
    it would take (isolated ones when it uses isolated CPUs);
@@ -185,12 +187,12 @@ class PoolScorer:
         key = (
             *capacity,
             -affinity,
+            0 if fit.has_types else 1,
             0 if fit.fits else 1,
             0 if fit.covers_limit else 1,
             burst_key,
             level_key,
             fit.nodes,
-            0 if fit.has_types else 1,
             prio_key,
             -pool.depth,
             *kind_key,
@@ -219,12 +221,12 @@ class PoolScorer:
         return (
             *capacity,
             0.0,
+            0 if has_types else 1,
             0,
             0 if covers else 1,
             0,
             level_key,
             nodes,
-            0 if has_types else 1,
             0,
             -pool.depth,
             -math.inf,
