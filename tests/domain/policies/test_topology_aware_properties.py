@@ -1004,11 +1004,11 @@ def test_random_workloads_with_reconfigurations(name: str, max_cpus: int, exampl
 
 def test_random_workloads_on_the_4096_cpu_machine() -> None:
     @settings(
-        max_examples=5,
+        max_examples=12,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
-    @given(workload_strategy("sparse-8s-4096", 16, 16))
+    @given(workload_strategy("sparse-8s-4096", 32, 20, reconfigure=True))
     def check(case: tuple[int, list[tuple[Any, ...]]]) -> None:
         run_workload("sparse-8s-4096", *case)
 
