@@ -1,22 +1,30 @@
 """Property tests of the ``topology-aware`` policy on the catalogue machines.
 
-Random workloads (pods of every QoS class, kube-system and reserved-pool namespaces, the
-policy's annotations) are created, resized and deleted through the real
-:class:`ResourceManager`. Written from the reference's behaviour
-(``reference-policies.md`` §2) and issue 5, not from the policy's code. After every operation:
+Random workloads go through the real :class:`ResourceManager`: pods of every QoS class, in
+kube-system, reserved-pool and ordinary namespaces, with the policy's annotations, affinities,
+devices (fake topology hints) and now and then a big memory request; containers are created,
+resized, stopped and deleted; the policy is restarted (the runtime's Synchronize may report a
+pod lost or one started meanwhile) and, in one test, reconfigured. Written from the
+reference's behaviour (``reference-policies.md`` §2) and issue 5, not from the policy's code.
+After every operation:
 
-* an exclusive CPU is in no other container's cpuset; isolated CPUs only go to isolated grants;
+* an exclusive CPU is in no other container's cpuset; isolated CPUs only go to isolated
+  grants, and a plain 1-2 CPU Guaranteed container gets one when one is free;
+* plain containers land in their CPU group: Guaranteed whole CPUs exclusive and of the asked
+  size, 1-2 CPU fractional ones mixed, the rest shared;
 * reserved CPUs go only to reserved containers (kube-system, ``reservedPoolNamespaces``,
-  ``prefer-reserved-cpus``), and reserved containers get only reserved CPUs; shared
-  containers may run on the reserved CPUs only while their pool has no shared CPU left;
-* every container's mems are the memory nodes of a pool (a topology unit holding all its
-  CPUs): its DRAM nodes plus the memory-only nodes attached to them, of the container's
-  memory types (DRAM and PMEM by default, never HBM unless asked for);
-* nothing exceeds capacity: shared requests against the shared CPUs they run on, exclusive
-  grants of the requested size, memory requests against the nodes they are pinned to;
-* a refused request changes nothing (containers, describe(), zones);
-* a restart (a new manager and policy from the saved state) gives the same allocations, and
-  continuing after it gives the same results as a twin that never restarted;
+  ``prefer-reserved-cpus``), which get a pool's reserved CPUs; shared containers run on the
+  reserved CPUs only while their pool has no shared CPU left;
+* a shared container gets all of a pool's free shared CPUs (exclusive grants sliced off);
+* every container's mems are the memory of a pool holding all its CPUs (its DRAM nodes plus
+  the memory-only nodes attached to them, of the container's memory types: DRAM and PMEM by
+  default, never HBM unless asked for), a superset of it once memory is under pressure;
+* nothing exceeds capacity: shared requests against the shared CPUs they run on, memory
+  requests against the nodes they are pinned to;
+* updates go exactly to the other containers whose cpus or mems changed;
+* a refused request changes nothing (containers, describe(), zones) and sends nothing;
+* a restart gives the same allocations, and continuing after it gives the same results as a
+  twin that never restarted;
 * releasing everything returns describe() and the zones of a fresh policy.
 """
 
