@@ -455,6 +455,9 @@ def test_memory_types_pmem(capsys: pytest.CaptureFixture[str]) -> None:
     for key in ("default/mix/app", "default/dflt/app"):
         cpus, mems = placed(key)
         assert pool_memory_ok(m, cpus, mems, DEFAULT_TYPES), key
+    # mixed names both types: a pool with DRAM and PMEM, never the tighter DRAM-only offer
+    mixed = CPUSet.parse(placed("default/mix/app")[1])
+    assert mixed & m.nodes_of_type(MemoryType.PMEM) and mixed & m.nodes_of_type(MemoryType.DRAM)
     cpus, mems = placed("default/gpm/app")
     assert len(CPUSet.parse(cpus)) == 1 and mems in ("4", "5")
     # cold start: PMEM only at first, the pool's DRAM added when the second is over
