@@ -47,7 +47,8 @@ def type_names(types: frozenset[MemoryType]) -> str:
 class MemoryRequest:
     """Memory to account for one owner (a container id).
 
-    ``size`` is the request in bytes (the limit when it is larger and known), ``nodes`` the
+    ``size`` is the bytes to account (policies pass the request; the topology-aware policy
+    uses the OOM-score estimate for Burstable containers), ``nodes`` the
     preferred zone (NUMA node ids, e.g. the chosen pool's nodes), ``types`` the allowed memory
     types (HBM is used only when it is listed), ``strict`` forbids widening beyond ``nodes``.
     """
