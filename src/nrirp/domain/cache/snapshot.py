@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from types import MappingProxyType
 from typing import Any
@@ -141,8 +141,9 @@ class SnapshotEncoder:
             "config": config,
         }
 
-    def later(self, snapshot: Snapshot) -> EncodedLater:
-        """``snapshot`` as a mapping that is encoded when it is first read."""
+    def later(self, snapshot: Snapshot | Callable[[], Snapshot]) -> EncodedLater:
+        """``snapshot`` as a mapping that is encoded when it is first read (given as a
+        function, the snapshot is made then too)."""
         return EncodedLater(self, snapshot)
 
 
@@ -159,9 +160,11 @@ class EncodedLater(Mapping[str, Any]):
 
     __slots__ = ("_data", "_encoder", "_snapshot")
 
-    def __init__(self, encoder: SnapshotEncoder, snapshot: Snapshot) -> None:
+    def __init__(
+        self, encoder: SnapshotEncoder, snapshot: Snapshot | Callable[[], Snapshot]
+    ) -> None:
         self._encoder = encoder
-        self._snapshot: Snapshot | None = snapshot
+        self._snapshot: Snapshot | Callable[[], Snapshot] | None = snapshot
         self._data: dict[str, Any] | None = None
 
     def _encoded(self) -> dict[str, Any]:
@@ -170,8 +173,10 @@ class EncodedLater(Mapping[str, Any]):
             with self._encoder._lock:  # one encoding, even when two threads read at once
                 data = self._data
                 if data is None:
-                    assert self._snapshot is not None
-                    data = self._data = self._encoder._encode_locked(self._snapshot)
+                    source = self._snapshot
+                    assert source is not None
+                    snapshot = source if isinstance(source, Snapshot) else source()
+                    data = self._data = self._encoder._encode_locked(snapshot)
                     self._snapshot = None
         return data
 

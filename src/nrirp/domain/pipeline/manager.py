@@ -27,12 +27,10 @@ import attrs
 from nrirp.domain.cache import (
     Cache,
     CacheError,
-    Snapshot,
-    SnapshotEncoder,
     SnapshotError,
+    SnapshotSeries,
     structure_snapshot,
 )
-from nrirp.domain.cache.snapshot import SNAPSHOT_VERSION
 from nrirp.domain.config import PolicyConfig
 from nrirp.domain.control import (
     ControlContext,
@@ -143,7 +141,7 @@ class ResourceManager:
         self._decisions: list[Decision] = []
         self._decided: set[str] = set()
         self._outbox: list[Update] = []
-        self._encoder = SnapshotEncoder()
+        self._snapshots = SnapshotSeries()
         self._config_dumped: tuple[PolicyConfig | None, dict[str, Any] | None] = (None, None)
         self._operation = ""
         self._started = False
@@ -184,22 +182,26 @@ class ResourceManager:
             if self._started:
                 raise PipelineError("resource manager already started")
             checkpoint = self.cache.checkpoint()
-            outcome, saved_config = self._restore()
-            if config is None:
-                config = saved_config
-            started_at = self._clock.monotonic()
             try:
-                self._policy.start(self._ctx, config)
-                self.cache.set_config(config)
-                self._reallocate_survivors = outcome.policy_changed
-                control = self._enforce("start")
-            except Exception as exc:
+                outcome, saved_config = self._restore()
+                if config is None:
+                    config = saved_config
+                started_at = self._clock.monotonic()
+                try:
+                    self._policy.start(self._ctx, config)
+                    self.cache.set_config(config)
+                    self._reallocate_survivors = outcome.policy_changed
+                    control = self._enforce("start")
+                except Exception as exc:
+                    self._reallocate_survivors = False
+                    self._abort("start", None, exc, started_at)
+                    raise OperationFailedError(
+                        "start", f"policy {self._policy.name}", _reason(exc)
+                    ) from exc
+            except BaseException:
                 self.cache.rollback(checkpoint)
-                self._reallocate_survivors = False
-                self._abort("start", None, exc, started_at)
-                raise OperationFailedError(
-                    "start", f"policy {self._policy.name}", _reason(exc)
-                ) from exc
+                raise
+            self.cache.release(checkpoint)
             self._started = True
             self._commit("start", started_at)
             self._submit(control.updates)
@@ -369,10 +371,13 @@ class ResourceManager:
                 self._policy.reconfigure(config)
                 self.cache.set_config(config)
                 control = self._enforce("reconfigure")
-            except Exception as exc:
+            except BaseException as exc:
                 self.cache.rollback(checkpoint)
+                if not isinstance(exc, Exception):
+                    raise
                 self._abort("reconfigure", None, exc, started_at)
                 return ReconfigureOutcome(False, _reason(exc))
+            self.cache.release(checkpoint)
             self._commit("reconfigure", started_at)
             self._submit(control.updates)
             self._drain_events()
@@ -449,13 +454,17 @@ class ResourceManager:
             checkpoint = self.cache.checkpoint()
             try:
                 self._policy.release(stopped)
-            except Exception as exc:
+            except BaseException as exc:
                 self.cache.rollback(checkpoint)
+                if not isinstance(exc, Exception):
+                    raise
                 self._notify(
                     f"releasing container {stopped.name or stopped.id} failed: {_reason(exc)}",
                     Severity.ERROR,
                     stopped.id,
                 )
+            else:
+                self.cache.release(checkpoint)
         elif container.state is not ContainerState.STOPPED:
             self.cache.put_container(container.with_state(ContainerState.STOPPED))
 
@@ -577,11 +586,14 @@ class ResourceManager:
         self._outbox = []
         try:
             result = body()
-        except Exception as exc:
+        except BaseException as exc:
             self.cache.rollback(checkpoint)
             self._outbox = []
+            if not isinstance(exc, Exception):
+                raise
             self._abort(operation, subject, exc, started_at)
             raise OperationFailedError(operation, subject, _reason(exc)) from exc
+        self.cache.release(checkpoint)
         outbox, self._outbox = self._outbox, []
         self._commit(operation, started_at)
         self._submit(outbox)
@@ -694,19 +706,21 @@ class ResourceManager:
     def _save(self) -> None:
         exported = self._policy.export_state()
         self.cache.set_policy_data(self._policy.name, exported)
-        if self._store is None or not self.cache.dirty:
+        if self._store is None:
+            self.cache.forget_changes()
             return
-        snapshot = Snapshot(
-            version=SNAPSHOT_VERSION,
+        if not self.cache.dirty:
+            return
+        # made from the changes since the last save, listed and unstructured when the store
+        # reads it (its writer thread, a flush), not here
+        snapshot = self._snapshots.save(
+            self.cache.take_changes(),
             policy=self._policy.name,
-            pods=tuple(self.cache.pods()),
-            containers=tuple(self.cache.containers()),
             policy_data=self.cache.policy_data_view(),
             config=self._config_document(self.cache.config),
         )
         try:
-            # unstructured when the store reads it (its writer thread, a flush), not here
-            self._store.save(self._encoder.later(snapshot))
+            self._store.save(snapshot)
         except StateStoreError as exc:
             self._notify(f"state not saved (will retry): {exc}", Severity.ERROR, None)
             return
