@@ -3,12 +3,13 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 import pytest
 
-from nrirp.adapters.memory import InMemoryHostControl, RecordingMetrics
+from nrirp.adapters.memory import InMemoryHostControl, RecordingDecisionLog, RecordingMetrics
 from nrirp.domain.cache import SnapshotEncoder
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import ContainerState, HostChange, LinuxResources, Update, policy_key
@@ -19,7 +20,7 @@ from nrirp.domain.pipeline import (
     ResourceManager,
 )
 from nrirp.domain.policy import UPDATES_FAILED, PolicyError, PolicyEvent
-from nrirp.domain.ports.decisions import Severity
+from nrirp.domain.ports.decisions import Decision, Notice, Severity
 
 from .support import (
     FakeCodec,
@@ -682,3 +683,71 @@ def test_saving_leaves_the_encoding_to_the_store(monkeypatch: pytest.MonkeyPatch
     assert [c["name"] for c in saved["containers"]] == ["a", "b", "c"]
     assert saved["config"] == {"policy": "recording", "cpus": "0-7"}
     assert len(dumped) == 1  # the configuration document is made once, not per save
+
+
+# ---------------------------------------------------------------- decisions in batches
+
+
+class _BatchLog(RecordingDecisionLog):
+    """Records how decisions arrive: one batch per operation."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+
+    def decision_batch(self, decisions: Sequence[Decision]) -> None:
+        self.batches.append([d.container_name for d in decisions])
+        super().decision_batch(decisions)
+
+
+class _OneAtATimeLog:
+    """A sink written before ``decision_batch`` existed: only the two original methods."""
+
+    def __init__(self) -> None:
+        self.decisions: list[Decision] = []
+        self.notices: list[Notice] = []
+
+    def decision(self, decision: Decision) -> None:
+        self.decisions.append(decision)
+
+    def notice(self, notice: Notice) -> None:
+        self.notices.append(notice)
+
+
+def _manager_logging_to(log: Any) -> ResourceManager:
+    manager = ResourceManager(policy=RecordingPolicy(), machine=small_machine(), decisions=log)
+    manager.start(FakeConfig("recording"))  # type: ignore[arg-type]
+    return manager
+
+
+def test_decisions_of_an_operation_reach_the_log_in_one_batch() -> None:
+    log = _BatchLog()
+    manager = _manager_logging_to(log)
+    pod = make_pod()
+    manager.run_pod(pod)
+    running = [make_container(pod, name, state=ContainerState.RUNNING) for name in "abc"]
+    manager.synchronize([pod], running)
+    manager.create_container(pod, make_container(pod, "d"))
+    assert log.batches == [["a", "b", "c"], ["d"]]  # nothing for operations that decide nothing
+
+
+def test_a_log_without_batches_gets_every_decision_one_at_a_time() -> None:
+    log = _OneAtATimeLog()
+    manager = _manager_logging_to(log)
+    pod = make_pod()
+    manager.run_pod(pod)
+    running = [make_container(pod, name, state=ContainerState.RUNNING) for name in "ab"]
+    manager.synchronize([pod], running)
+    assert [d.container_name for d in log.decisions] == ["a", "b"]
+
+
+def test_no_checkpoint_stays_open_after_operations_fail_or_succeed() -> None:
+    rig = make_rig()
+    pod = make_pod()
+    rig.manager.run_pod(pod)
+    rig.policy.fail_allocate = "refused"
+    with pytest.raises(OperationFailedError):
+        rig.manager.create_container(pod, make_container(pod, "a"))
+    rig.policy.fail_allocate = None
+    rig.manager.create_container(pod, make_container(pod, "b"))
+    assert rig.manager.cache._open == [] and rig.manager.cache._journal is None

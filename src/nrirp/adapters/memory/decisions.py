@@ -6,10 +6,12 @@ import threading
 from collections.abc import Sequence
 
 from nrirp.domain.policy import MetricSample
-from nrirp.domain.ports.decisions import Decision, Notice
+from nrirp.domain.ports.decisions import Decision, DecisionLog, Notice
 
 
-class RecordingDecisionLog:
+class RecordingDecisionLog(DecisionLog):
+    """Keeps every decision and notice, in order (``decisions``, ``notices``)."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.decisions: list[Decision] = []
@@ -18,6 +20,10 @@ class RecordingDecisionLog:
     def decision(self, decision: Decision) -> None:
         with self._lock:
             self.decisions.append(decision)
+
+    def decision_batch(self, decisions: Sequence[Decision]) -> None:
+        with self._lock:
+            self.decisions.extend(decisions)
 
     def notice(self, notice: Notice) -> None:
         with self._lock:

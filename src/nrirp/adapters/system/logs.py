@@ -2,18 +2,47 @@
 
 Records may carry structured fields in ``extra={"fields": {...}}``; both formatters print them
 (text: ``key=value`` after the message, values with spaces quoted; JSON: top-level keys).
+
+A record may also carry rows, ``extra={"field_rows": [{...}, ...]}`` (flat dicts): it is printed as
+one line per row, each the line a record with those fields would give, all with the record's
+time, level, logger and message. The decision log logs all decisions of an operation as one
+such record (one record, one write, instead of hundreds), to handlers whose formatters say they
+print rows (``renders_rows``), as these do.
 """
 
 from __future__ import annotations
 
 import json
+import json.encoder as json_encoder
 import logging
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 FIELDS = "fields"
+ROWS = "field_rows"
+
+_JSON = json.JSONEncoder(default=str)  # json.dumps(value, default=str) without its set-up
+_RECORD_KEYS = frozenset({"time", "level", "logger", "msg"})
+_quote = json_encoder.encode_basestring_ascii  # json.dumps of a str, in C
+
+
+def _make_row_encoder() -> Callable[[dict[str, Any]], str]:
+    """``_JSON.encode`` of a row, without its Python layers and the circular-reference check
+    (rows are flat), so that one encoder serves every row."""
+    make = getattr(json_encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython always has the C accelerator
+        return _JSON.encode
+    encode = make(None, _JSON.default, _quote, None, ": ", ", ", False, False, True)
+
+    def encode_row(row: dict[str, Any]) -> str:
+        return "".join(encode(row, 0))
+
+    return encode_row
+
+
+_encode_row = _make_row_encoder()
 
 
 def record_fields(record: logging.LogRecord) -> Mapping[str, Any]:
@@ -21,15 +50,28 @@ def record_fields(record: logging.LogRecord) -> Mapping[str, Any]:
     return fields if isinstance(fields, Mapping) else {}
 
 
-def _text_value(value: Any) -> str:
-    text = "" if value is None else str(value)
-    if not text or any(c in text for c in ' "=\t\n'):
-        return json.dumps(text)
-    return text
+def record_rows(record: logging.LogRecord) -> Sequence[dict[str, Any]] | None:
+    """The rows of a record that has some (``None``: a record of one line)."""
+    rows = getattr(record, ROWS, None)
+    return rows if isinstance(rows, Sequence) else None
+
+
+def _text_fields(fields: Mapping[str, Any]) -> str:
+    """``key=value ...``, values that are empty or hold a space, quote, ``=``, tab or newline
+    quoted as JSON strings (inline: this runs for every decision line)."""
+    parts = []
+    for key, value in fields.items():
+        text = value if type(value) is str else "" if value is None else str(value)
+        if not text or " " in text or '"' in text or "=" in text or "\t" in text or "\n" in text:
+            text = _quote(text)
+        parts.append(f"{key}={text}")
+    return " ".join(parts)
 
 
 class TextFormatter(logging.Formatter):
     """``2024-01-01T00:00:00.123Z level logger: message key=value ...``."""
+
+    renders_rows = True
 
     def format(self, record: logging.LogRecord) -> str:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
@@ -37,9 +79,13 @@ class TextFormatter(logging.Formatter):
             f"{stamp}.{int(record.msecs):03d}Z {record.levelname.lower()} {record.name}: "
             f"{record.getMessage()}"
         )
-        fields = record_fields(record)
-        if fields:
-            line += " " + " ".join(f"{k}={_text_value(v)}" for k, v in fields.items())
+        rows = record_rows(record)
+        if rows is not None:
+            line = "\n".join([f"{line} {_text_fields(f)}" if f else line for f in rows])
+        else:
+            fields = record_fields(record)
+            if fields:
+                line += " " + _text_fields(fields)
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return line
@@ -48,6 +94,8 @@ class TextFormatter(logging.Formatter):
 class JsonFormatter(logging.Formatter):
     """``{"time": ..., "level": ..., "logger": ..., "msg": ..., <fields>}`` per line."""
 
+    renders_rows = True
+
     def format(self, record: logging.LogRecord) -> str:
         data: dict[str, Any] = {
             "time": record.created,
@@ -55,11 +103,33 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        for key, value in record_fields(record).items():
-            data.setdefault(key, value)
+        rows = record_rows(record)
+        if rows is None:
+            return self._line(data, record_fields(record), record)
         if record.exc_info:
-            data["exception"] = self.formatException(record.exc_info)
-        return json.dumps(data, default=str)
+            return "\n".join([self._line(data, fields, record) for fields in rows])
+        # each line is what encoding the merged dict gives, from the two encoded parts
+        head = _JSON.encode(data)
+        start = head[:-1] + ", "
+        lines = []
+        for fields in rows:
+            if not fields:
+                lines.append(head)
+            elif type(fields) is dict and _RECORD_KEYS.isdisjoint(fields):
+                lines.append(start + _encode_row(fields)[1:])
+            else:
+                lines.append(self._line(data, fields, record))
+        return "\n".join(lines)
+
+    def _line(
+        self, data: dict[str, Any], fields: Mapping[str, Any], record: logging.LogRecord
+    ) -> str:
+        merged = dict(data)
+        for key, value in fields.items():
+            merged.setdefault(key, value)
+        if record.exc_info:
+            merged["exception"] = self.formatException(record.exc_info)
+        return _JSON.encode(merged)
 
 
 def configure_logging(

@@ -124,6 +124,10 @@ class ResourceManager:
         self._updates = updates
         self._clock: Clock = clock or SystemClock()
         self._log: DecisionLog = decisions or NullDecisionLog()
+        batch = getattr(self._log, "decision_batch", None)  # a sink may predate the method
+        self._log_decisions: Callable[[Sequence[Decision]], None] = (
+            batch if callable(batch) else self._log_one_by_one
+        )
         self._metrics = metrics
         self._codec: ConfigCodec = config_codec or DefaultConfigCodec()
         if controllers is None:
@@ -600,9 +604,9 @@ class ResourceManager:
         return result
 
     def _commit(self, operation: str, started_at: float) -> None:
-        for decision in self._decisions:
-            self._log.decision(decision)
-        self._decisions.clear()
+        if self._decisions:
+            decisions, self._decisions = self._decisions, []  # handed over: the log may keep it
+            self._log_decisions(decisions)
         self._decided.clear()
         for name, problem in self._ctx.take_annotation_problems():
             self._log.notice(Notice("annotations", f"container {name}: {problem}"))
@@ -755,6 +759,10 @@ class ResourceManager:
                 ok=ok,
             )
         )
+
+    def _log_one_by_one(self, decisions: Sequence[Decision]) -> None:
+        for decision in decisions:
+            self._log.decision(decision)
 
     def _notify(self, message: str, severity: Severity, container_id: str | None) -> None:
         self._log.notice(Notice("policy", message, severity, container_id))

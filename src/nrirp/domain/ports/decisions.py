@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Protocol
 
 import attrs
@@ -42,17 +43,33 @@ class Notice:
 
 
 class DecisionLog(Protocol):
-    """Sink for decisions and notices; the daemon logs one line per record."""
+    """Sink for decisions and notices; the daemon logs one line per record.
+
+    The resource manager hands over all decisions of an operation at once, when it commits,
+    through :meth:`decision_batch`: an operation can decide for hundreds of containers (an
+    exclusive container moves every shared container of its pool), and a sink can record them
+    together for much less than one at a time. Implementations that subclass this protocol get
+    a :meth:`decision_batch` that calls :meth:`decision` for each; the resource manager does
+    the same for a sink without the method.
+    """
 
     def decision(self, decision: Decision) -> None: ...
+
+    def decision_batch(self, decisions: Sequence[Decision]) -> None:
+        """All decisions of one operation, in the order they were made."""
+        for decision in decisions:
+            self.decision(decision)
 
     def notice(self, notice: Notice) -> None: ...
 
 
-class NullDecisionLog:
+class NullDecisionLog(DecisionLog):
     """Discards everything."""
 
     def decision(self, decision: Decision) -> None:
+        pass
+
+    def decision_batch(self, decisions: Sequence[Decision]) -> None:
         pass
 
     def notice(self, notice: Notice) -> None:
