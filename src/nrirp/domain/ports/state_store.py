@@ -26,6 +26,9 @@ class StateStore(Protocol):
       part of it, afterwards (the resource manager builds a fresh one for every save and
       shares only unchanged parts between them), so a store may keep it and encode it later,
       e.g. on a writer thread. The store must not modify it either.
+    * The resource manager's snapshot is a read-only ``Mapping`` that is made and unstructured
+      when first read (:class:`~nrirp.domain.cache.EncodedLater`), not a ``dict``: read it
+      through the mapping interface (``.items()``, ``dict(snapshot)``, ``json`` after ``dict``).
 
     The domain validates the content itself (version, keys, types) when it restores.
     """
