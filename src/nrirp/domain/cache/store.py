@@ -234,7 +234,27 @@ class Cache:
     def set_resources(self, container_id: str, change: LinuxResources) -> Container:
         """Set every field ``change`` sets; marks the runtime controller when anything differs."""
         ctr = self.require_container(container_id)
-        return self._change(ctr.with_resources(change))
+        changed = ctr.with_resources(change)
+        if changed is not ctr:  # a new value only when something differs: no need to compare
+            self._replace(ctr, changed)
+        return changed
+
+    def _replace(self, old: Container, new: Container) -> None:
+        """Store ``new``, a different version of the cached ``old`` in the same pod."""
+        if new.pod_id not in self._pods:
+            raise CacheError(
+                f"container {new.name or new.id!r} belongs to unknown pod {new.pod_id!r}"
+            )
+        cid = new.id
+        if self._journal is not None:
+            self._journal.append((_CONTAINER, cid, old, -1))
+        self._containers[cid] = new
+        if new.pending.controllers:
+            self._pending.add(cid)
+        else:
+            self._pending.discard(cid)
+        self._changed_containers[cid] = None
+        self._dirty = True
 
     def set_cpus(self, container_id: str, cpus: CPUSet) -> Container:
         return self.set_resources(container_id, LinuxResources(cpus=cpus))

@@ -22,7 +22,7 @@ from nrirp.domain.model.changes import (
     Scheduling,
 )
 from nrirp.domain.model.requirements import Requirements
-from nrirp.domain.model.resources import NO_RESOURCES, LinuxResources
+from nrirp.domain.model.resources import NO_RESOURCES, LinuxResources, only_field
 
 
 class ContainerState(enum.Enum):
@@ -105,9 +105,33 @@ class Container(FieldsEqual):
     def with_resources(self, change: LinuxResources) -> Container:
         """Apply the set fields of ``change``; fields equal to the current value are no-ops."""
         resources = self.resources
+        if _only_cpusets(change):  # the usual change: a pool's cpus and/or mems
+            cpus, mems = change.cpus, change.mems
+            if cpus is not None and (cpus is resources.cpus or cpus == resources.cpus):
+                cpus = None
+            if mems is not None and (mems is resources.mems or mems == resources.mems):
+                mems = None
+            if cpus is None:
+                if mems is None:
+                    return self
+                effective = change if change.cpus is None else only_field("mems", mems)
+                return self._with_runtime_change(effective, replaced(resources, {"mems": mems}))
+            if mems is None:
+                effective = change if change.mems is None else only_field("cpus", cpus)
+                return self._with_runtime_change(effective, replaced(resources, {"cpus": cpus}))
+            return self._with_runtime_change(
+                change, replaced(resources, {"cpus": cpus, "mems": mems})
+            )
         effective = change.difference(resources)
         if effective is NO_RESOURCES or effective.is_empty():
             return self
+        return self._with_runtime_change(effective, resources.merged(effective))
+
+    def _with_runtime_change(
+        self, effective: LinuxResources, resources: LinuxResources
+    ) -> Container:
+        """This container with ``resources``, ``effective`` (what changed) pending for the
+        runtime controller."""
         pending = self.pending
         if pending is NO_CHANGES:  # nothing pending (the usual case): no merging needed
             new_pending = _runtime_pending(effective)
@@ -123,7 +147,7 @@ class Container(FieldsEqual):
             new_pending = replaced(
                 pending, {"resources": effective_pending, "controllers": controllers}
             )
-        return replaced(self, {"resources": resources.merged(effective), "pending": new_pending})
+        return replaced(self, {"resources": resources, "pending": new_pending})
 
     def with_cpus(self, cpus: CPUSet) -> Container:
         return self.with_resources(LinuxResources(cpus=cpus))
@@ -192,12 +216,13 @@ class Container(FieldsEqual):
 
     def without_pending(self, controller: str) -> Container:
         """Forget what ``controller`` had to deliver (it has acted)."""
-        pending = self.pending
-        if controller not in pending.controllers:
+        controllers = self.pending.controllers
+        if controller not in controllers:
             return self
-        controllers = pending.controllers - {controller}
-        if not controllers:
+        if len(controllers) == 1:  # it was the only one (the usual case)
             return replaced(self, {"pending": NO_CHANGES})
+        pending = self.pending
+        controllers = controllers - {controller}
         changes: dict[str, Any] = {"controllers": controllers}
         if controller == RUNTIME_CONTROLLER:
             changes.update(
@@ -212,11 +237,45 @@ class Container(FieldsEqual):
             changes["host"] = HostChange()
         return attrs.evolve(self, pending=attrs.evolve(pending, **changes))
 
+    def admitted(
+        self, *, state: ContainerState, requirements: Requirements, created_at: float | None
+    ) -> Container:
+        """This container as a fresh cache entry: in ``state``, with ``requirements``, nothing
+        pending (a copy without ``__init__``: the values given are final)."""
+        return replaced(
+            self,
+            {
+                "state": state,
+                "requirements": requirements,
+                "created_at": created_at,
+                "pending": NO_CHANGES,
+            },
+        )
+
+    def with_process(self, pid: int | None, cgroups_path: str) -> Container:
+        """With the process id and cgroups path the runtime reports."""
+        return replaced(self, {"pid": pid, "cgroups_path": cgroups_path})
+
     def with_state(self, state: ContainerState) -> Container:
         return self if state is self.state else replaced(self, {"state": state})
 
 
 _RUNTIME = frozenset({RUNTIME_CONTROLLER})
+_last_kind: tuple[LinuxResources | None, bool] = (None, False)
+
+
+def _only_cpusets(change: LinuxResources) -> bool:
+    """``change.only_cpusets()``, remembered for the last change object: a policy hands the
+    very same change to every container of a pool."""
+    global _last_kind
+    last, kind = _last_kind
+    if change is last:
+        return kind
+    kind = change.only_cpusets()
+    _last_kind = (change, kind)  # one tuple: threads never see a mixed pair
+    return kind
+
+
 _last_pending: tuple[LinuxResources | None, PendingChanges] = (None, NO_CHANGES)
 
 

@@ -105,9 +105,9 @@ class LinuxResources(FieldsEqual):
         if new_cpus == (cpus is not None) and new_mems == (mems is not None):
             return self  # every field set here is a change
         if new_cpus:
-            return _only("cpus", cpus)
+            return only_field("cpus", cpus)
         if new_mems:
-            return _only("mems", mems)
+            return only_field("mems", mems)
         return NO_RESOURCES
 
 
@@ -118,7 +118,7 @@ def _frozen(values: dict[str, Any]) -> Mapping[str, Any]:
 _last_only: tuple[str, CPUSet | None, LinuxResources | None] = ("", None, None)
 
 
-def _only(field: str, value: CPUSet | None) -> LinuxResources:
+def only_field(field: str, value: CPUSet | None) -> LinuxResources:
     """Resources setting only ``field`` (cpus or mems) to ``value``.
 
     A policy usually gives every container of a pool the very same set object, one container

@@ -11,7 +11,6 @@ from nrirp.domain.model import (
     Container,
     ContainerState,
     LinuxResources,
-    PendingChanges,
     Pod,
     QOSClass,
     estimate_requirements,
@@ -67,17 +66,16 @@ def admit_container(
     """A fresh cache entry for ``container`` with its requirements estimated."""
     pod = cache.require_pod(container.pod_id)
     qos = pod_qos(cache, pod, container)
-    admitted = attrs.evolve(
-        container,
+    requirements = estimate_requirements(
+        container.resources,
+        qos,
+        oom_score_adj=container.oom_score_adj,
+        memory_capacity=memory_capacity,
+    )
+    admitted = container.admitted(
         state=state,
-        requirements=estimate_requirements(
-            container.resources,
-            qos,
-            oom_score_adj=container.oom_score_adj,
-            memory_capacity=memory_capacity,
-        ),
+        requirements=requirements,
         created_at=container.created_at if container.created_at is not None else now,
-        pending=PendingChanges(),
     )
     cache.put_container(admitted)
     return admitted
@@ -89,12 +87,11 @@ def note_process(cached: Container, reported: Container) -> Container:
     The runtime learns both only as the container comes to life (the pid at start), and the
     host controller needs one of them to find the container's cgroup.
     """
-    changes: dict[str, Any] = {}
-    if reported.pid is not None and reported.pid != cached.pid:
-        changes["pid"] = reported.pid
-    if reported.cgroups_path and reported.cgroups_path != cached.cgroups_path:
-        changes["cgroups_path"] = reported.cgroups_path
-    return attrs.evolve(cached, **changes) if changes else cached
+    pid = cached.pid if reported.pid is None else reported.pid
+    path = reported.cgroups_path or cached.cgroups_path
+    if pid == cached.pid and path == cached.cgroups_path:
+        return cached
+    return cached.with_process(pid, path)
 
 
 def refresh_survivor(cache: Cache, cached: Container, reported: Container) -> Container:

@@ -747,16 +747,16 @@ class ResourceManager:
         resources = container.resources
         self._decided.add(container.id)
         self._decisions.append(
-            Decision(
-                operation=self._operation,
-                container_id=container.id,
-                container_name=container.name,
-                pod_name=pod.name if pod else "",
-                namespace=pod.namespace if pod else "",
-                cpus=resources.cpus,
-                mems=resources.mems,
-                reason=reason,
-                ok=ok,
+            Decision(  # positional: one per moved container, and keywords cost a third more
+                self._operation,
+                container.id,
+                container.name,
+                pod.name if pod else "",
+                pod.namespace if pod else "",
+                resources.cpus,
+                resources.mems,
+                reason,
+                ok,
             )
         )
 
