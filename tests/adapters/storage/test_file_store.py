@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,28 @@ def test_write_failure_is_reported_then_retried(tmp_path: Path) -> None:
     store.flush(timeout=5)  # the retry succeeds with the latest snapshot
     assert json.loads((blocker / "cache").read_text()) == {"n": 2}
     store.save({"n": 3})  # no stale error any more
+    store.close()
+
+
+def test_flush_answers_with_a_write_begun_after_it(tmp_path: Path) -> None:
+    """A failure of the latest snapshot seen before flush is called is not its answer: the
+    cause may be gone (here the blocker is removed after the background retries failed)."""
+    blocker = tmp_path / "state"
+    blocker.write_text("a file where the state directory should be")
+    store = FileStateStore(blocker, linger=0.0, retry_interval=0.01)
+    store.save({"n": 1})
+    with pytest.raises(StateStoreError, match="cannot create state directory"):
+        store.flush(timeout=5)
+    with pytest.raises(StateStoreError, match="queued and retried"):
+        store.save({"n": 2})
+    failed = store._attempts
+    deadline = time.monotonic() + 5
+    while store._attempts < failed + 2 and time.monotonic() < deadline:
+        time.sleep(0.005)  # the writer keeps retrying the latest snapshot, and failing
+    assert store._error_gen == 2
+    blocker.unlink()
+    store.flush(timeout=5)
+    assert json.loads((blocker / "cache").read_text()) == {"n": 2}
     store.close()
 
 

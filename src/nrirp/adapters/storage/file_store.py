@@ -74,6 +74,8 @@ class FileStateStore:
         self._written_gen = 0
         self._error: StateStoreError | None = None
         self._error_gen = 0
+        self._attempts = 0  # writes begun
+        self._error_attempt = 0  # the write that failed last
         self._urgent = False
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -161,17 +163,24 @@ class FileStateStore:
     def flush(self, timeout: float | None = None) -> None:
         """Wait until everything saved so far is on disk.
 
-        Raises :class:`StateStoreError` with the write error if the latest snapshot could not
-        be written, or if ``timeout`` seconds pass first.
+        A failed write is retried at once. Raises :class:`StateStoreError` with the error of
+        a write of the latest snapshot begun after this call, if that failed, or if
+        ``timeout`` seconds pass first (a failure seen before the call is not the answer: the
+        cause may be gone).
         """
         with self._cond:
             target = self._saved_gen
             if self._written_gen >= target:
                 return
+            begun = self._attempts
             self._urgent = True
             self._cond.notify_all()
             done = self._cond.wait_for(
-                lambda: self._written_gen >= target or self._error_gen >= target, timeout
+                lambda: (
+                    self._written_gen >= target
+                    or (self._error_gen >= target and self._error_attempt > begun)
+                ),
+                timeout,
             )
             if self._written_gen >= target:
                 return
@@ -210,6 +219,8 @@ class FileStateStore:
                 self._pending = None
                 self._urgent = False
                 closing = self._closed
+                self._attempts += 1
+                attempt = self._attempts
             if snapshot is None:  # pragma: no cover - only this thread takes snapshots
                 continue
             try:
@@ -218,6 +229,7 @@ class FileStateStore:
                 log.error("%s", exc)
                 with self._cond:
                     self._error, self._error_gen = exc, generation
+                    self._error_attempt = attempt
                     if self._pending is None and not closing:
                         self._pending, self._pending_gen = snapshot, generation
                     self._cond.notify_all()
