@@ -41,10 +41,16 @@ class LoggingDecisionLog(DecisionLog):
             return
         rows = [_fields(decision) for decision in decisions]
         if len(rows) > 1 and _handlers_print_rows(log):
-            log.info("decision", extra={ROWS: rows})
+            self._emit({ROWS: rows})
             return
         for fields in rows:
-            log.info("decision", extra={FIELDS: fields})
+            self._emit({FIELDS: fields})
+
+    def _emit(self, extra: dict[str, Any]) -> None:
+        """``info("decision", extra=extra)`` without looking up the caller (the lines do not
+        show it, and the look-up walks the stack for every record)."""
+        log = self._log
+        log.handle(log.makeRecord(log.name, logging.INFO, "", 0, "decision", (), None, None, extra))
 
     def notice(self, notice: Notice) -> None:
         fields: dict[str, object] = {"source": notice.source}

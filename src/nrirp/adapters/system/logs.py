@@ -72,9 +72,14 @@ class TextFormatter(logging.Formatter):
     """``2024-01-01T00:00:00.123Z level logger: message key=value ...``."""
 
     renders_rows = True
+    _second: tuple[int, str] = (-1, "")  # the last second rendered, and its text
 
     def format(self, record: logging.LogRecord) -> str:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+        second = int(record.created)
+        last, stamp = self._second
+        if second != last:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._second = (second, stamp)
         line = (
             f"{stamp}.{int(record.msecs):03d}Z {record.levelname.lower()} {record.name}: "
             f"{record.getMessage()}"
