@@ -3,8 +3,8 @@
 The resource manager saves after every operation that changed something. Listing every pod and
 container for each save costs time in the size of the cache, on the request path; here a save
 costs what changed (:meth:`~nrirp.domain.cache.store.Cache.take_changes`). The series keeps
-its own copy of the tables, brought up to date with those changes when a snapshot is first
-read (by the store's writer thread or flush), so the request path only queues them.
+its own copy of the tables, brought up to date with those changes; a snapshot is listed from
+it only when it is first read (by the store's writer thread or flush).
 """
 
 from __future__ import annotations
@@ -18,22 +18,17 @@ from typing import Any
 from nrirp.domain.cache.snapshot import SNAPSHOT_VERSION, EncodedLater, Snapshot, SnapshotEncoder
 from nrirp.domain.cache.store import CacheChanges
 
-_SLACK = 256
-"""Queued changes allowed beyond the size of the tables before they are applied at once."""
-
 
 class SnapshotSeries:
     """Makes the snapshot of each save from the changes since the previous save.
 
     :meth:`save` returns a mapping that is the JSON-compatible snapshot of the cache as it was
     at that save (``version, policy, pods, containers, policy_data, config``, pods and
-    containers in the cache's order), built when first read. Changes are applied in order, up
-    to the snapshot read; a snapshot that is still referenced when a later change would be
-    applied over it is listed first (cheap, at C speed), so every snapshot stays exact whatever
-    the order it is read in, and one nobody keeps costs nothing. Queued changes are applied
-    once they outnumber the cached objects (all but the last two saves'), so a store that
-    never reads does not make them pile up. Thread-safe: saves come from the pipeline, reads
-    from anywhere.
+    containers in the cache's order), listed and unstructured when first read. Changes are
+    applied in order, at the next save or up to a snapshot being read. A snapshot still
+    referenced when a later change would be applied over it is listed first (cheap, at C
+    speed), so every snapshot stays exact whatever the order it is read in, and one nobody
+    keeps costs nothing. Thread-safe: saves come from the pipeline, reads from anywhere.
     """
 
     def __init__(self, encoder: SnapshotEncoder | None = None) -> None:
@@ -42,7 +37,6 @@ class SnapshotSeries:
         self._pods = _Table()
         self._containers = _Table()
         self._queue: deque[tuple[int, CacheChanges, weakref.ref[_Saved]]] = deque()
-        self._queued = 0
         self._serial = 0
         self._applied = 0
         """Serial of the last save whose changes are in the tables."""
@@ -63,11 +57,10 @@ class SnapshotSeries:
             self._serial += 1
             saved = _Saved(self, self._serial, policy, policy_data, config)
             self._queue.append((self._serial, changes, weakref.ref(saved)))
-            self._queued += len(changes) + 1
-            if self._queued > len(self._pods.values) + len(self._containers.values) + _SLACK:
-                # not the last two: the store may still hold the previous snapshot (it is
-                # handed the new one after this), and listing one before changing it is work
-                self._advance(self._serial - 2)
+            # the previous save's changes, now (a little work per save, not a pile once in a
+            # while); not this one's: the store still holds the previous snapshot until it is
+            # handed this one, and a snapshot still held is listed before changes go over it
+            self._advance(self._serial - 1)
         return self._encoder.later(saved.snapshot)
 
     def _snapshot_of(self, saved: _Saved) -> Snapshot:
@@ -87,7 +80,6 @@ class SnapshotSeries:
             if current is not None and current.made is None:
                 current.made = self._make(current)  # still wanted: list it before it changes
             number, changes, ref = queue.popleft()
-            self._queued -= len(changes) + 1
             if changes.full:
                 self._pods = _Table()
                 self._containers = _Table()
