@@ -170,8 +170,28 @@ def test_cold_start_survives_a_restart() -> None:
     assert data == {"cold_start": {ctr.id: rig.clock.now() + 60}}
     again = make_rig("server-112-pmem", store=rig.store, clock=rig.clock)
     assert again.mems(ctr) == CPUSet.of(5)
+    assert again.policy.export_state() == data
     again.timers.advance(60)
     assert again.mems(ctr) == CPUSet.parse("2,5")
+    assert again.policy.export_state() is None  # the ended cold start is no longer saved
+
+
+def test_saved_cold_starts_follow_the_containers() -> None:
+    """The persisted policy data lists exactly the running cold starts: a released or ended
+    one drops out, a refused container leaves nothing behind."""
+    rig = make_rig("server-112-pmem")
+    cold = anno("cold-start", "60s")
+    pod_a, a, _ = rig.run("a", "Guaranteed", cpu=1000, memory=GiB, annotations=cold)
+    _, b, _ = rig.run("b", "Guaranteed", cpu=1000, memory=GiB, annotations=cold)
+    rig.run("plain", "Guaranteed", cpu=1000, memory=GiB)
+    assert set(rig.policy.export_state()["cold_start"]) == {a.id, b.id}
+    with pytest.raises(OperationFailedError):
+        rig.run("huge", "Guaranteed", cpu=500_000, memory=GiB, annotations=cold)
+    assert set(rig.policy.export_state()["cold_start"]) == {a.id, b.id}
+    rig.stop(pod_a, a)
+    assert set(rig.policy.export_state()["cold_start"]) == {b.id}
+    rig.manager.inject_event(PolicyEvent(COLD_START_DONE, "test", b.id))
+    assert rig.policy.export_state() is None
 
 
 def test_prefer_cpu_priority_low_on_hybrid_takes_e_cores() -> None:

@@ -111,6 +111,8 @@ class Allocations:
         self._capacity: dict[tuple[int, frozenset[MemoryType]], int] = {}
         self.threads_per_core = max((len(c.cpus) for c in machine.cores.values()), default=1)
         self.grants: dict[str, Grant] = {}
+        self.cold_starts: dict[str, float] = {}
+        """Container id -> end of its cold start, for the grants in one (kept with ``grants``)."""
         self.memory_granted = 0
         self._cpu_dirty: dict[str, None] = {}
         self._mem_dirty: dict[str, None] = {}
@@ -813,6 +815,8 @@ class Allocations:
             counts = self.colocated.setdefault(key, {})
             counts[pool.id] = counts.get(pool.id, 0) + 1
         self.grants[cid] = grant
+        if grant.cold_start_until is not None:
+            self.cold_starts[cid] = grant.cold_start_until
         self._cpu_dirty[cid] = None
         self._mem_dirty[cid] = None
 
@@ -841,6 +845,7 @@ class Allocations:
                 if not counts:
                     del self.colocated[key]
         del self.grants[cid]
+        self.cold_starts.pop(cid, None)
         self._cpu_dirty.pop(cid, None)
         self._mem_dirty.pop(cid, None)
 
@@ -861,6 +866,7 @@ class Allocations:
         if grant is None or grant.cold_start_until is None:
             return False
         grant.cold_start_until = None
+        self.cold_starts.pop(container_id, None)
         self._mem_dirty[container_id] = None
         self._mem_causes[container_id] = f"cold start ended: memory {grant.memory}"
         return True

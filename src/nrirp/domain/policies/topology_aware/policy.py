@@ -497,12 +497,10 @@ class TopologyAwarePolicy:
     def export_state(self) -> Any:
         if self._alloc is None:
             return None
-        cold = {
-            cid: g.cold_start_until
-            for cid, g in self._alloc.grants.items()
-            if g.cold_start_until is not None
-        }
-        return {"cold_start": cold} if cold else None
+        # only the running cold starts: per-container grants are in the containers' tags, so
+        # this stays small and costs nothing per save with many containers
+        cold = self._alloc.cold_starts
+        return {"cold_start": dict(cold)} if cold else None
 
 
 def _without_label(message: str, label: str) -> str:
