@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -21,14 +20,13 @@ from typing import Any
 
 import pytest
 
+from .daemon_process import REPO, DaemonProcess
 from .harness import Containerd, ContainerSpec, CriError, Kubelet, PodSpec, Resources
 from .harness.fixtures import PluginProcesses
-from .harness.plugins import PluginProcess
 from .helpers import require_cpus
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
 PIN = "cpus.annotation-pin.nrirp.test"
 REFUSE = "refuse.annotation-pin.nrirp.test"
 
@@ -45,8 +43,9 @@ def sysfs_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-class Daemon:
-    """One ``nrirp run`` process (JSON logs), started through the harness' plugin processes."""
+class Daemon(DaemonProcess):
+    """One ``nrirp run`` process (JSON logs) on a fake machine's sysfs tree, with the e2e test
+    policies importable."""
 
     def __init__(
         self,
@@ -57,59 +56,14 @@ class Daemon:
         *extra: str,
         policy: str = "template",
     ) -> None:
-        argv = [
-            sys.executable, "-u", "-m", "nrirp", "run",
-            "--policy", policy,
-            "--nri-socket", str(runtime.nri_socket),
-            "--state-dir", str(state_dir),
-            "--sysfs-root", str(sysfs),
-            "--log-format", "json",
-            *extra,
-        ]  # fmt: skip
-        env = {"PYTHONPATH": str(REPO), "NRIRP_POLICY_MODULES": "tests.e2e.daemon_policies"}
-        self.process: PluginProcess = processes.start(argv, name="nrirp-run", env=env)
-        self.state_file = state_dir / "cache"
-
-    def records(self) -> list[dict[str, Any]]:
-        lines = self.process.log_text().splitlines()
-        return [json.loads(line) for line in lines if line.startswith("{")]
-
-    def wait_for(self, pattern: str, timeout: float = 20.0, after: int = 0) -> dict[str, Any]:
-        """The first record (from index ``after``) whose message matches ``pattern``."""
-        regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        while True:
-            for record in self.records()[after:]:
-                if regex.search(record["msg"]):
-                    return record
-            if not self.process.running or time.monotonic() > deadline:
-                raise AssertionError(
-                    f"nrirp run did not log {pattern!r}; log:\n{self.process.log_text()[-6000:]}"
-                )
-            time.sleep(0.02)
-
-    def registered(self) -> None:
-        self.wait_for("registered with containerd")
-
-    def state(self) -> dict[str, Any]:
-        return json.loads(self.state_file.read_text())
-
-    def wait_state(self, check: Callable[[dict[str, Any]], bool], timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if check(self.state()):
-                    return
-            except FileNotFoundError:
-                pass
-            if time.monotonic() > deadline:
-                text = self.state_file.read_text() if self.state_file.exists() else "(none)"
-                raise AssertionError(f"state file never matched; it holds: {text}")
-            time.sleep(0.05)
-
-    def kill9(self) -> None:
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait_exit(10)
+        super().__init__(
+            processes,
+            runtime,
+            state_dir,
+            policy=policy,
+            args=["--sysfs-root", str(sysfs), *extra],
+            env={"NRIRP_POLICY_MODULES": "tests.e2e.daemon_policies"},
+        )
 
 
 def container_ids(state: dict[str, Any]) -> set[str]:

@@ -11,14 +11,10 @@ the tree is written from the resolved two-socket layout with its two nodes merge
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +23,10 @@ import attrs
 from nrirp.adapters.fakehw import resolve, spec_from_yaml, write_sysfs
 from nrirp.domain.cpuset import CPUSet
 
+from .daemon_process import DaemonProcess
 from .harness import Containerd, ContainerSpec, Kubelet, PodSpec, Resources
 from .harness.fixtures import PluginProcesses
-from .harness.plugins import PluginProcess
 
-REPO = Path(__file__).resolve().parents[2]
 POLICY = "topology-aware"
 TAG_POOL = "topology-aware.pool"
 TAG_KIND = "topology-aware.kind"
@@ -105,7 +100,7 @@ def guaranteed_pod(name: str, cpus: str = "1", memory: str = "64Mi") -> PodSpec:
 # --- the daemon ------------------------------------------------------------------------------
 
 
-class TopologyAwareDaemon:
+class TopologyAwareDaemon(DaemonProcess):
     """One ``nrirp run --policy topology-aware`` process with JSON logs and a state file
     (``policy`` and ``env`` let the harness be checked with another policy)."""
 
@@ -120,44 +115,12 @@ class TopologyAwareDaemon:
         policy: str = POLICY,
         env: dict[str, str] | None = None,
     ) -> None:
-        argv = [
-            sys.executable, "-u", "-m", "nrirp", "run",
-            "--policy", policy,
-            "--config-file", str(config),
-            "--config-poll-interval", "0",
-            "--nri-socket", str(runtime.nri_socket),
-            "--state-dir", str(state_dir),
-            "--log-format", "json",
-        ]  # fmt: skip
+        args = ["--config-file", str(config), "--config-poll-interval", "0"]
         if sysfs is not None:
-            argv += ["--sysfs-root", str(sysfs)]
-        # the checkout these tests live in, even when another copy is installed
-        pythonpath = os.pathsep.join([str(REPO / "src"), str(REPO)])
-        env = {"PYTHONPATH": pythonpath, **(env or {})}
-        self.process: PluginProcess = processes.start(argv, name=f"nrirp-{policy}", env=env)
-        self.state_file = state_dir / "cache"
-
-    def records(self) -> list[dict[str, Any]]:
-        """Every JSON log record so far."""
-        lines = self.process.log_text().splitlines()
-        return [json.loads(line) for line in lines if line.startswith("{")]
-
-    def wait_for(self, pattern: str, timeout: float = 20.0, after: int = 0) -> dict[str, Any]:
-        """The first record (from index ``after``) whose message matches ``pattern``."""
-        regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        while True:
-            for record in self.records()[after:]:
-                if regex.search(record["msg"]):
-                    return record
-            if not self.process.running or time.monotonic() > deadline:
-                raise AssertionError(
-                    f"nrirp run did not log {pattern!r}; log:\n{self.process.log_text()[-6000:]}"
-                )
-            time.sleep(0.02)
-
-    def registered(self) -> None:
-        self.wait_for("registered with containerd")
+            args += ["--sysfs-root", str(sysfs)]
+        super().__init__(
+            processes, runtime, state_dir, policy=policy, args=args, env=env, name=f"nrirp-{policy}"
+        )
 
     def decisions(self, container_id: str | None = None) -> list[dict[str, Any]]:
         """The ``decision`` records, optionally of one container."""
@@ -167,31 +130,6 @@ class TopologyAwareDaemon:
             if r["msg"] == "decision"
             and (container_id is None or r.get("container_id") == container_id)
         ]
-
-    def state(self) -> dict[str, Any]:
-        result: dict[str, Any] = json.loads(self.state_file.read_text())
-        return result
-
-    def wait_state(
-        self, check: Callable[[dict[str, Any]], bool], timeout: float = 10.0
-    ) -> dict[str, Any]:
-        """Poll the state file until ``check`` holds; returns that state."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                state = self.state()
-                if check(state):
-                    return state
-            except (FileNotFoundError, json.JSONDecodeError):
-                pass
-            if time.monotonic() > deadline:
-                text = self.state_file.read_text() if self.state_file.exists() else "(none)"
-                raise AssertionError(f"state file never matched; it holds: {text}")
-            time.sleep(0.05)
-
-    def kill9(self) -> None:
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait_exit(10)
 
 
 # --- what the daemon decided and what the container got ---------------------------------------
