@@ -659,24 +659,17 @@ class Allocations:
         elif detached is not None and detached.memory is not None:
             moved = self.memory.release(cid)
         self._detached.pop(cid, None)
-        grant = Grant(
-            container_id=cid,
-            label=request.label,
-            pool=plan.pool,
-            kind=plan.kind,
+        grant = self._grant(
+            request,
+            plan.pool,
+            plan.kind,
             exclusive=plan.exclusive,
             shared=plan.shared,
             reserved=plan.reserved,
-            memory=zone,
-            memory_types=plan.types,
-            memory_size=size,
-            pin_cpu=request.pin_cpu,
-            pin_memory=request.pin_memory,
-            hide_hyperthreads=request.cpu.hide_hyperthreads,
-            cold_start_until=cold_start_until if zone is not None else None,
-            pool_isolated=self.resources.isolated,
-            namespace=request.namespace,
-            pod_id=request.pod_id,
+            zone=zone,
+            types=plan.types,
+            size=size,
+            cold_start_until=cold_start_until,
         )
         self._account(grant)
         nodes = plan.memory.nodes if plan.memory is not None else None
@@ -747,14 +740,44 @@ class Allocations:
                 raise RestoreError(str(exc)) from None
             zone = saved.memory
         kind = CPUKind.MIXED if cpu.kind is CPUKind.MIXED else saved.kind
-        grant = Grant(
+        grant = self._grant(
+            request,
+            pool,
+            kind,
+            exclusive=saved.exclusive,
+            shared=cpu.shared if kind in (CPUKind.SHARED, CPUKind.MIXED) else 0,
+            reserved=cpu.shared if kind is CPUKind.RESERVED else 0,
+            zone=zone,
+            types=types,
+            size=size,
+            cold_start_until=cold_start_until,
+        )
+        self._account(grant)
+        return grant
+
+    def _grant(
+        self,
+        request: Request,
+        pool: Pool,
+        kind: CPUKind,
+        *,
+        exclusive: CPUSet,
+        shared: int,
+        reserved: int,
+        zone: CPUSet | None,
+        types: frozenset[MemoryType],
+        size: int,
+        cold_start_until: float | None,
+    ) -> Grant:
+        """A grant of ``request`` in ``pool`` (a cold start only holds with a memory zone)."""
+        return Grant(
             container_id=request.container_id,
             label=request.label,
             pool=pool,
             kind=kind,
-            exclusive=saved.exclusive,
-            shared=cpu.shared if kind in (CPUKind.SHARED, CPUKind.MIXED) else 0,
-            reserved=cpu.shared if kind is CPUKind.RESERVED else 0,
+            exclusive=exclusive,
+            shared=shared,
+            reserved=reserved,
             memory=zone,
             memory_types=types,
             memory_size=size,
@@ -766,8 +789,6 @@ class Allocations:
             namespace=request.namespace,
             pod_id=request.pod_id,
         )
-        self._account(grant)
-        return grant
 
     def release(self, container_id: str) -> Grant | None:
         grant = self.grants.get(container_id)
