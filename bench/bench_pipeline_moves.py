@@ -26,8 +26,8 @@ import logging
 import statistics
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from nrirp.adapters.fakehw import expected_machine, load_machine
 from nrirp.adapters.memory import (
@@ -40,21 +40,24 @@ from nrirp.adapters.system import LoggingDecisionLog, configure_logging
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import Container, ContainerState, LinuxResources, Pod
 from nrirp.domain.pipeline import ResourceManager
-from nrirp.domain.policy import MetricSample, PolicyContext, TopologyZone
+from nrirp.domain.policies import TemplatePolicy
+from nrirp.domain.policy import PolicyContext
 from nrirp.domain.ports.decisions import DecisionLog, NullDecisionLog
 from nrirp.domain.ports.state_store import StateStore
 
 SHARED = (CPUSet.parse("1-55,57-111"), CPUSet.parse("2-55,57-111"))
 
 
-class Mover:
-    """Moves the first ``moves`` running containers to the other shared cpuset per create."""
+class Mover(TemplatePolicy):
+    """Moves the first ``moves`` running containers to the other shared cpuset per create
+    (the other hooks are the template policy's no-ops)."""
 
-    name = "mover"
-    description = "moves running containers (benchmark)"
-    config_type = None
+    name: ClassVar[str] = "mover"
+    description: ClassVar[str] = "moves running containers (benchmark)"
+    config_type: ClassVar[type[Any] | None] = None
 
     def __init__(self) -> None:
+        super().__init__()
         self.ctx: PolicyContext | None = None
         self.victims: list[str] = []
         self.moves = 0
@@ -62,10 +65,8 @@ class Mover:
         self.seconds: list[float] = []
 
     def start(self, ctx: PolicyContext, config: Any) -> None:
+        super().start(ctx, config)
         self.ctx = ctx
-
-    def reconfigure(self, config: Any) -> None:
-        pass
 
     def sync(self, added: Sequence[Container], removed: Sequence[Container]) -> None:
         assert self.ctx is not None
@@ -84,27 +85,6 @@ class Mover:
             cache.set_resources(cid, change)
             self.ctx.record_decision(cache.require_container(cid), "shared")
         self.seconds.append(time.thread_time() - started)
-
-    def release(self, container: Container) -> None:
-        pass
-
-    def update(self, container: Container, resources: LinuxResources) -> None:
-        pass
-
-    def handle_event(self, event: Any) -> None:
-        pass
-
-    def topology_zones(self) -> Sequence[TopologyZone]:
-        return ()
-
-    def metrics(self) -> Sequence[MetricSample]:
-        return ()
-
-    def describe(self) -> Mapping[str, Any]:
-        return {}
-
-    def export_state(self) -> Any:
-        return None
 
 
 def decision_log(kind: str) -> DecisionLog:
