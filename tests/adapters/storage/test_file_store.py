@@ -34,9 +34,9 @@ def test_round_trip_with_private_modes(tmp_path: Path) -> None:
     store.flush()
     assert mode(state_dir) == 0o700 and mode(state_dir / "cache") == 0o600
     assert json.loads((state_dir / "cache").read_text()) == {"version": 1, "pods": [{"id": "p"}]}
+    store.close()  # releases the directory's lock
     again = FileStateStore(state_dir)
     assert again.load() == {"version": 1, "pods": [{"id": "p"}]}
-    store.close()
     again.close()
 
 
@@ -74,7 +74,7 @@ def test_refuses_world_writable_directory(tmp_path: Path) -> None:
     [
         (b"{not json", "is not valid JSON"),
         (b"[1, 2]", "holds a JSON list, not an object"),
-        (b"\xff\xfe", "is not valid JSON"),
+        (b"\xff\xfe", "is not UTF-8 text"),
     ],
 )
 def test_refuses_unusable_content_with_path(tmp_path: Path, content: bytes, message: str) -> None:
@@ -109,7 +109,7 @@ def test_failed_replace_keeps_old_file_and_no_temp(
         store.save({"generation": 2})
     monkeypatch.undo()
     assert json.loads(Path(store.path).read_text()) == {"generation": 1}
-    assert sorted(os.listdir(tmp_path)) == ["cache"]
+    assert sorted(os.listdir(tmp_path)) == ["cache", "lock"]
 
 
 def test_load_removes_temp_files_left_by_a_crash(tmp_path: Path) -> None:
@@ -145,7 +145,7 @@ def test_write_failure_is_reported_then_retried(tmp_path: Path) -> None:
     blocker.write_text("a file where the state directory should be")
     store = FileStateStore(blocker, linger=0.0, retry_interval=0.05)
     store.save({"n": 1})
-    with pytest.raises(StateStoreError, match=f"cannot create state directory {blocker}"):
+    with pytest.raises(StateStoreError, match=f"cannot use state directory {blocker}: not a dir"):
         store.flush(timeout=5)
     with pytest.raises(StateStoreError, match="queued and retried"):
         store.save({"n": 2})
@@ -163,7 +163,7 @@ def test_flush_answers_with_a_write_begun_after_it(tmp_path: Path) -> None:
     blocker.write_text("a file where the state directory should be")
     store = FileStateStore(blocker, linger=0.0, retry_interval=0.01)
     store.save({"n": 1})
-    with pytest.raises(StateStoreError, match="cannot create state directory"):
+    with pytest.raises(StateStoreError, match="cannot use state directory"):
         store.flush(timeout=5)
     with pytest.raises(StateStoreError, match="queued and retried"):
         store.save({"n": 2})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 
 TEMP_PREFIX = ".tmp-"
@@ -35,19 +36,39 @@ def sync_directory(directory: str) -> None:
         os.close(dir_fd)
 
 
-def remove_stale_temps(directory: str, name: str) -> list[str]:
-    """Delete temp files a crash left behind; returns their names."""
+def remove_stale_temps(directory: str, name: str) -> tuple[list[str], list[str]]:
+    """Delete the temp files of ``name`` a crash left behind in ``directory``.
+
+    Only regular files named like this module's temp files and owned by the effective user are
+    removed (they are ours: the caller holds the directory's lock, so no write is in flight).
+    Anything else with such a name (a directory, a symlink, another user's file) is left
+    alone. Returns the names removed and one line for each entry left alone.
+    """
     prefix = f"{TEMP_PREFIX}{name}-"
-    removed = []
+    removed: list[str] = []
+    kept: list[str] = []
     try:
-        entries = os.listdir(directory)
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except FileNotFoundError:
-        return []
-    for entry in entries:
-        if entry.startswith(prefix):
+        return [], []
+    try:
+        euid = os.geteuid()
+        for entry in os.listdir(dir_fd):
+            if not entry.startswith(prefix):
+                continue
             try:
-                os.unlink(os.path.join(directory, entry))
-                removed.append(entry)
+                st = os.lstat(entry, dir_fd=dir_fd)
+                if not stat.S_ISREG(st.st_mode):
+                    kept.append(f"{entry}: not a regular file")
+                elif st.st_uid != euid:
+                    kept.append(f"{entry}: owned by uid {st.st_uid}, not by uid {euid}")
+                else:
+                    os.unlink(entry, dir_fd=dir_fd)
+                    removed.append(entry)
             except FileNotFoundError:
                 pass
-    return removed
+            except OSError as exc:
+                kept.append(f"{entry}: {exc.strerror or exc}")
+    finally:
+        os.close(dir_fd)
+    return removed, kept

@@ -10,6 +10,10 @@ therefore costs a handful of writes, and each write re-encodes only the pods and
 that changed (:class:`~nrirp.adapters.storage.json_encoding.SnapshotJsonEncoder`), so the
 writer holds the GIL, and stalls the event loop, for little time.
 
+One daemon per directory: :meth:`lock` (also run by :meth:`load` and the first write) creates
+the directory private, checks it, and takes an exclusive lock on ``<directory>/lock`` that the
+store holds until :meth:`close` (:mod:`~nrirp.adapters.storage.lock`).
+
 Durability: :meth:`flush` waits until the latest snapshot is on disk (or raises why not);
 :meth:`close` flushes and stops the writer, and is also run at interpreter exit. A failed write
 is retried every ``retry_interval`` seconds and reported by the next :meth:`save`/:meth:`flush`.
@@ -20,7 +24,6 @@ operation's state, and the runtime's Synchronize reconciles it after a restart.
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import os
 import stat
@@ -30,8 +33,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from nrirp.adapters.storage.atomic import remove_stale_temps, write_atomically
+from nrirp.adapters.storage.decoding import (
+    MAX_STATE_DEPTH,
+    MAX_STATE_FILE_SIZE,
+    decode_state,
+    read_state_file,
+)
+from nrirp.adapters.storage.directories import make_private_dirs
 from nrirp.adapters.storage.json_encoding import SnapshotJsonEncoder
-from nrirp.adapters.storage.safety import check_not_shared_writable
+from nrirp.adapters.storage.lock import DirectoryLock
+from nrirp.adapters.storage.safety import check_private
 from nrirp.domain.ports.state_store import StateStoreError
 
 STATE_FILE_NAME = "cache"
@@ -43,9 +54,12 @@ log = logging.getLogger(__name__)
 class FileStateStore:
     """A :class:`StateStore` keeping the snapshot as JSON in ``directory/cache``.
 
-    The directory is created (mode 0700) on the first write. Files are written with mode 0600;
-    :meth:`load` refuses a directory or file writable by group or others, a file that is not
-    a regular file, and content that is not a JSON object, naming the path.
+    The directory is created by :meth:`lock` with mode 0700, and so are its missing parents.
+    Files are written with mode 0600. The directory, the state file and the lock file must be
+    owned by the effective user and not writable by group or others. :meth:`load` refuses, with
+    a one-line :class:`StateStoreError` naming the path, a state file that is not a regular
+    file, larger than ``max_size`` bytes, not UTF-8, not plain JSON, nested deeper than
+    ``max_depth`` or not a JSON object.
 
     With ``background=True`` (the default) the mapping passed to :meth:`save` is kept until the
     writer has encoded it, as the :class:`StateStore` contract allows.
@@ -59,6 +73,8 @@ class FileStateStore:
         background: bool = True,
         linger: float = 0.02,
         retry_interval: float = 1.0,
+        max_size: int = MAX_STATE_FILE_SIZE,
+        max_depth: int = MAX_STATE_DEPTH,
     ) -> None:
         self._dir = os.fspath(directory)
         self._name = name
@@ -67,6 +83,10 @@ class FileStateStore:
         self._background = background
         self._linger = linger
         self._retry_interval = retry_interval
+        self._max_size = max_size
+        self._max_depth = max_depth
+        self._dir_lock = DirectoryLock(self._dir)
+        self._lock_guard = threading.Lock()
         self._cond = threading.Condition()
         self._pending: Mapping[str, Any] | None = None
         self._pending_gen = 0
@@ -92,44 +112,59 @@ class FileStateStore:
     def directory(self) -> str:
         return self._dir
 
+    # ------------------------------------------------------------------ the directory
+    def lock(self) -> None:
+        """Make the directory ready and take its exclusive lock, held until :meth:`close`.
+
+        Creates the directory and its missing parents with mode 0700 whatever the umask,
+        refuses one that is not a directory, not owned by the effective user or writable by
+        group or others, then locks ``<directory>/lock``: raises
+        :class:`~nrirp.adapters.storage.lock.StateDirectoryInUseError` (a
+        :class:`StateStoreError`) if another process holds it. Idempotent; thread-safe.
+        """
+        with self._lock_guard:
+            if self._dir_lock.held:
+                return
+            self._prepare_directory()
+            self._dir_lock.acquire()
+
+    @property
+    def locked(self) -> bool:
+        """True while this store holds the directory's lock."""
+        return self._dir_lock.held
+
+    def _prepare_directory(self) -> None:
+        try:
+            created = make_private_dirs(self._dir)
+            dir_stat = os.stat(self._dir)
+        except OSError as exc:
+            raise StateStoreError(f"cannot create state directory {self._dir}: {exc}") from None
+        for directory in created:
+            log.info("created directory %s (mode 0700)", directory)
+        if not stat.S_ISDIR(dir_stat.st_mode):
+            raise StateStoreError(f"cannot use state directory {self._dir}: not a directory")
+        check_private(self._dir, dir_stat, "state directory")
+
     # ------------------------------------------------------------------ StateStore
     def load(self) -> Mapping[str, Any] | None:
-        """The saved snapshot, or ``None`` if there is none yet."""
-        try:
-            dir_stat = os.stat(self._dir)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise StateStoreError(f"cannot access state directory {self._dir}: {exc}") from exc
-        if not stat.S_ISDIR(dir_stat.st_mode):
-            raise StateStoreError(f"state directory {self._dir} is not a directory")
-        check_not_shared_writable(self._dir, dir_stat, "state directory")
-        for stale in remove_stale_temps(self._dir, self._name):
+        """The saved snapshot, or ``None`` if there is none yet.
+
+        Takes the directory's lock first (:meth:`lock`), then removes temp files an
+        interrupted write left (entries named like them that are not our regular files are
+        logged and left alone).
+        """
+        if self._closed:
+            raise StateStoreError(f"state store {self._path} is closed")
+        self.lock()
+        removed, kept = remove_stale_temps(self._dir, self._name)
+        for stale in removed:
             log.info("removed %s left by an interrupted write", os.path.join(self._dir, stale))
-        try:
-            file_stat = os.lstat(self._path)
-        except FileNotFoundError:
+        for entry in kept:
+            log.warning("state directory %s: left alone %s", self._dir, entry)
+        raw = read_state_file(self._path, self._max_size)
+        if raw is None:
             return None
-        except OSError as exc:
-            raise StateStoreError(f"cannot access state file {self._path}: {exc}") from exc
-        if not stat.S_ISREG(file_stat.st_mode):
-            raise StateStoreError(f"state file {self._path} is not a regular file")
-        check_not_shared_writable(self._path, file_stat, "state file")
-        try:
-            fd = os.open(self._path, os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as handle:
-                raw = handle.read()
-        except OSError as exc:
-            raise StateStoreError(f"cannot read state file {self._path}: {exc}") from exc
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise StateStoreError(f"state file {self._path} is not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise StateStoreError(
-                f"state file {self._path} holds a JSON {type(data).__name__}, not an object"
-            )
-        return data
+        return decode_state(raw, self._path, self._max_depth)
 
     def save(self, snapshot: Mapping[str, Any]) -> None:
         """Queue ``snapshot`` to be written (or write it now without a background writer).
@@ -200,6 +235,9 @@ class FileStateStore:
                 thread = self._thread
             if thread is not None and thread is not threading.current_thread():
                 thread.join(timeout)
+            if thread is None or not thread.is_alive():  # a write in flight keeps the lock
+                with self._lock_guard:
+                    self._dir_lock.release()
 
     @property
     def closed(self) -> bool:
@@ -244,12 +282,10 @@ class FileStateStore:
             data = self._encoder.encode(snapshot).encode()
         except (TypeError, ValueError) as exc:
             raise StateStoreError(f"state for {self._path} is not JSON-compatible: {exc}") from exc
-        try:
-            os.makedirs(self._dir, mode=0o700, exist_ok=True)
-            dir_stat = os.stat(self._dir)
-        except OSError as exc:
-            raise StateStoreError(f"cannot create state directory {self._dir}: {exc}") from exc
-        check_not_shared_writable(self._dir, dir_stat, "state directory")
+        if self._dir_lock.held:
+            self._prepare_directory()  # it may have been removed or changed meanwhile
+        else:
+            self.lock()
         try:
             write_atomically(self._dir, self._name, data)
         except OSError as exc:

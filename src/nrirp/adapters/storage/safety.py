@@ -18,3 +18,20 @@ def check_not_shared_writable(path: str, st: os.stat_result, what: str) -> None:
             f"refusing {what} {path}: mode {mode:04o} lets group or others write it "
             f"(chmod go-w {path})"
         )
+
+
+def check_owned_by_us(path: str, st: os.stat_result, what: str) -> None:
+    """Raise :class:`StateStoreError` if ``st`` (of ``path``) is not owned by the effective user:
+    its owner could change it behind the daemon's back."""
+    euid = os.geteuid()
+    if st.st_uid != euid:
+        raise StateStoreError(
+            f"refusing {what} {path}: owned by uid {st.st_uid}, not by the daemon's user "
+            f"(uid {euid}) (chown {euid} {path})"
+        )
+
+
+def check_private(path: str, st: os.stat_result, what: str) -> None:
+    """Both checks: owned by the daemon's user and not writable by group or others."""
+    check_owned_by_us(path, st, what)
+    check_not_shared_writable(path, st, what)
