@@ -40,7 +40,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime import (
+from nrirp.adapters.nri.stub import Plugin, Stub
+from nrirp.simruntime import (
     CallOutcome,
     ContainerSpec,
     ObjectStyle,
@@ -49,7 +50,6 @@ from nrirp.adapters.nri.simruntime import (
     Resources,
     SimRuntime,
 )
-from nrirp.adapters.nri.stub import Plugin, Stub
 
 SCRIPT = Path(__file__).resolve()
 PLUGIN_NAME, PLUGIN_INDEX = "bench", "50"

@@ -27,7 +27,9 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support.gomockrt import GomockrtBuildError, build_gomockrt
+from tests.support.gomockrt import REPO_ROOT, GomockrtBuildError, build_gomockrt
+
+LOGGER_EXAMPLE = REPO_ROOT / "examples" / "plugins" / "logger.py"
 
 
 def build() -> Path:
@@ -96,7 +98,7 @@ def main() -> int:
     plugin_log = shlex.quote(str(workdir / "logger-events.log"))
     commands = {
         "go": f"{shlex.quote(str(bindir / 'nristub'))} -socket %s",
-        "py": f"{python} -m nrirp.adapters.nri.examples.logger --socket %s "
+        "py": f"{python} {shlex.quote(str(LOGGER_EXAMPLE))} --socket %s "
         f"--log-file {plugin_log} --no-reconnect",
     }
     runs: dict[str, list[dict[str, object]]] = {"go": [], "py": []}

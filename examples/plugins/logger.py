@@ -1,12 +1,17 @@
 """Example plugin: log one line per NRI event received, subscribing to all of them.
 
-``python -m nrirp.adapters.nri.examples.logger --socket PATH [--name NAME] [--index NN]
+``python examples/plugins/logger.py --socket PATH [--name NAME] [--index NN]
 [--events LIST] [--log-file FILE]``
 
 Each line names the event, the pod (namespace/name) and, for container events, the container
 name and id. ``--events`` narrows the subscription (Go event names or snake case, comma
 separated; ``all``, ``pod``, ``container`` groups); events the runtime's NRI level cannot deliver
 are dropped from the subscription by the stub.
+
+Like every example plugin it runs as an external plugin (``--socket``) or pre-launched by the
+runtime (an ``NN-name`` executable in its plugin directory that execs it; the socket is fd 3),
+from its file or, in a checkout, as ``python -m examples.plugins.logger``. See
+``docs/nri-plugins.md``.
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from nrirp.adapters.nri.api import EventMask, parse_event_mask
-from nrirp.adapters.nri.examples.common import base_parser, run, setup_logging
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.stub import Plugin, Stub
+from nrirp.adapters.nri.stub.cli import base_parser, run, setup_logging
 
 log = logging.getLogger("nrirp.examples.logger")
 

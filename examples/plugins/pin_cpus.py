@@ -1,6 +1,6 @@
 """Example plugin: pin containers' cpusets from pod annotations; re-pin running ones on demand.
 
-``python -m nrirp.adapters.nri.examples.pin_cpus --socket PATH [--control-file FILE] ...``
+``python examples/plugins/pin_cpus.py --socket PATH [--control-file FILE] ...``
 
 At creation (and for existing containers at synchronization) a container gets the CPUs named by
 its pod's annotation ``cpus.pin-cpus.nrirp.io/container.<container name>``, or else
@@ -12,6 +12,8 @@ Re-pinning running containers: on SIGUSR1 the plugin reads the JSON control file
 mapping a container (its id, ``namespace/pod/container``, or its name, which matches every
 container of that name) to CPUs (``"2-3"``) or to ``{"cpus": "2-3", "mems": "0"}``, and sends the
 updates with an unsolicited UpdateContainers. It logs ``re-pinned N container(s), M failed``.
+
+Runs as an external or a pre-launched plugin, like ``logger.py`` (``docs/nri-plugins.md``).
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ from pathlib import Path
 import attrs
 
 from nrirp.adapters.nri import api
-from nrirp.adapters.nri.examples.common import base_parser, run, setup_logging
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.stub import Plugin, Stub
+from nrirp.adapters.nri.stub.cli import base_parser, run, setup_logging
 from nrirp.domain.cpuset import CPUSet, CPUSetError
 
 log = logging.getLogger("nrirp.examples.pin_cpus")

@@ -14,7 +14,6 @@ from dependency_injector import providers
 
 from nrirp.adapters.fakehw import FakeTopologyHints, load_machine, resolve, write_sysfs
 from nrirp.adapters.memory import ManualTimers, RecordingRuntimeUpdates
-from nrirp.adapters.nri.simruntime import ContainerSpec, DeviceSpec, MountSpec, PodSpec
 from nrirp.adapters.sysfs import SysfsTopologyHints
 from nrirp.adapters.system import ThreadTimers
 from nrirp.app.containers import (
@@ -28,6 +27,7 @@ from nrirp.domain.model import Container, Device, LinuxResources, Pod
 from nrirp.domain.policies import TemplatePolicy
 from nrirp.domain.policy import PolicyEvent, PolicyRegistry
 from nrirp.domain.topology import TopologyHint
+from nrirp.simruntime import ContainerSpec, DeviceSpec, MountSpec, PodSpec
 
 THIS_MODULE = __name__
 GPU = "/sys/devices/pci0000:af/0000:af:00.0"  # server-4s-144: node 2

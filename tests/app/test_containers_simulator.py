@@ -15,10 +15,10 @@ from nrirp.adapters.memory import (
     InMemoryStateStore,
     RecordingDecisionLog,
 )
-from nrirp.adapters.nri.simruntime import ContainerSpec, PodSpec, RuntimeOptions, SimRuntime
 from nrirp.app.containers import SimulatorContainer
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import HostChange
+from nrirp.simruntime import ContainerSpec, PodSpec, RuntimeOptions, SimRuntime
 
 TEST_POLICIES = "tests.app.test_containers"  # FirstCpuPolicy: CPU 1 + memory.high=max
 

@@ -23,13 +23,6 @@ from nrirp.adapters.memory import (
     RecordingRuntimeUpdates,
 )
 from nrirp.adapters.nri.resmgr.translate import container_from_pb, pod_from_pb
-from nrirp.adapters.nri.simruntime import (
-    ContainerSpec,
-    PodSpec,
-    Resources,
-    RuntimeOptions,
-    SimRuntime,
-)
 from nrirp.app.containers import EmbeddedContainer
 from nrirp.app.embed import (
     CallbackRuntimeUpdates,
@@ -49,6 +42,13 @@ from nrirp.domain.config import ConfigError
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import HostChange
 from nrirp.domain.policies import TemplatePolicy
+from nrirp.simruntime import (
+    ContainerSpec,
+    PodSpec,
+    Resources,
+    RuntimeOptions,
+    SimRuntime,
+)
 from tests.app.test_containers import THIS_MODULE as FIRST_CPU_MODULE
 
 ROOT = Path(__file__).parents[2]

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nrirp.adapters.nri.simruntime import kubelet as sim_kubelet
+from nrirp.simruntime import kubelet as sim_kubelet
 
 from .harness.cgroups import (
     CgroupError,

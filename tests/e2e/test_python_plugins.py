@@ -40,8 +40,10 @@ from .helpers import require_cpus
 
 pytestmark = pytest.mark.e2e
 
-LOGGER = "nrirp.adapters.nri.examples.logger"
-PIN_CPUS = "nrirp.adapters.nri.examples.pin_cpus"
+# the example plugins (examples/plugins), run as modules of the checkout
+LOGGER = "examples.plugins.logger"
+PIN_CPUS = "examples.plugins.pin_cpus"
+CHECKOUT = {"PYTHONPATH": str(REPO_ROOT)}
 CPUS_KEY = "cpus.pin-cpus.nrirp.io"
 MEMS_KEY = "mems.pin-cpus.nrirp.io"
 
@@ -229,7 +231,9 @@ def start_logger(
     plugin_processes: PluginProcesses, containerd: Containerd, *args: str
 ) -> PluginProcess:
     """The logger as an external plugin of ``containerd``, once it is synchronized."""
-    plugin = plugin_processes.python(LOGGER, ["--socket", str(containerd.nri_socket), *args])
+    plugin = plugin_processes.python(
+        LOGGER, ["--socket", str(containerd.nri_socket), *args], env=CHECKOUT
+    )
     wait_sessions(plugin.log_text, synchronized(1))
     return plugin
 
@@ -238,7 +242,9 @@ def start_pin_cpus(
     plugin_processes: PluginProcesses, containerd: Containerd, *args: str
 ) -> PluginProcess:
     """pin_cpus as an external plugin of ``containerd``, once it is synchronized."""
-    plugin = plugin_processes.python(PIN_CPUS, ["--socket", str(containerd.nri_socket), *args])
+    plugin = plugin_processes.python(
+        PIN_CPUS, ["--socket", str(containerd.nri_socket), *args], env=CHECKOUT
+    )
     plugin.wait_for_line(r"synchronized \d+ containers")
     return plugin
 

@@ -14,17 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from examples.plugins.logger import EventLogger
+from examples.plugins.pin_cpus import CpuPinner, PinError, pins_from_control
 
 from nrirp.adapters.nri import api
 from nrirp.adapters.nri.api import EventMask
-from nrirp.adapters.nri.examples.logger import EventLogger
-from nrirp.adapters.nri.examples.pin_cpus import CpuPinner, PinError, pins_from_control
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.transport import Session, StatusCode
+from tests.adapters.nri.stub.runtime_peer import RuntimePeer, RuntimeServer, container, pod
+from tests.adapters.nri.stub.test_protocol import connected, shut
 from tests.support.aio import arun
 
-from .runtime_peer import RuntimePeer, RuntimeServer, container, pod
-from .test_protocol import connected, shut
+PLUGINS = Path(__file__).resolve().parents[2] / "examples" / "plugins"
 
 ANNOTATED = {
     "cpus.pin-cpus.nrirp.io/pod": "4-7",
@@ -121,7 +122,7 @@ def test_logger_events_option_narrows_the_subscription() -> None:
 
 
 def python_module(module: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", f"nrirp.adapters.nri.examples.{module}", *args]
+    return [sys.executable, str(PLUGINS / f"{module}.py"), *args]
 
 
 async def wait_exit(process: subprocess.Popen[bytes], timeout: float = 10.0) -> int:
@@ -191,8 +192,7 @@ def test_logger_prelaunched_by_the_runtime_registers_over_fd_3_and_writes_no_std
     log_file = tmp_path / "logger.log"
     plugin_file = tmp_path / "07-prelogger"
     plugin_file.write_text(
-        f"#!/bin/sh\nexec {sys.executable} -m nrirp.adapters.nri.examples.logger"
-        f" --log-file {log_file}\n"
+        f"#!/bin/sh\nexec {sys.executable} {PLUGINS / 'logger.py'} --log-file {log_file}\n"
     )
     plugin_file.chmod(0o755)
 

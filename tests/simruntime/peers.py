@@ -16,13 +16,13 @@ from google.protobuf.message import Message
 
 from nrirp.adapters.nri.api import EVENT_NAMES, PLUGIN_SERVICE, RUNTIME_SERVICE, EventMask
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime import RuntimeOptions, SimRuntime
 from nrirp.adapters.nri.transport import (
     PLUGIN_SERVICE_CONN,
     RUNTIME_SERVICE_CONN,
     CallContext,
     Session,
 )
+from nrirp.simruntime import RuntimeOptions, SimRuntime
 
 REQUESTS: dict[str, type[Message]] = {
     "Configure": api_pb2.ConfigureRequest,

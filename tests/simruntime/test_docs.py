@@ -7,9 +7,9 @@ from pathlib import Path
 
 import attrs
 
-from nrirp.adapters.nri.simruntime import RuntimeOptions
+from nrirp.simruntime import RuntimeOptions
 
-DOC = Path(__file__).resolve().parents[4] / "docs" / "simulated-runtime.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "simulated-runtime.md"
 
 
 def test_the_quick_start_example_runs() -> None:

@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime import (
+from nrirp.adapters.nri.transport import TtrpcError
+from nrirp.simruntime import (
     AdjustmentConflict,
     CallOutcome,
     ContainerSpec,
@@ -18,7 +19,6 @@ from nrirp.adapters.nri.simruntime import (
     Resources,
     SimRuntime,
 )
-from nrirp.adapters.nri.transport import TtrpcError
 from tests.support.aio import arun
 
 from .peers import ScriptedPlugin, mask, ready, runtime

@@ -17,7 +17,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from nrirp.adapters.nri.simruntime import (
+from nrirp.domain.cpuset import CPUSet
+from nrirp.simruntime import (
     CallOutcome,
     ContainerSpec,
     PluginEventKind,
@@ -27,7 +28,6 @@ from nrirp.adapters.nri.simruntime import (
     Resources,
     SimRuntime,
 )
-from nrirp.domain.cpuset import CPUSet
 from tests.support.aio import arun
 from tests.support.gomockrt import build_gomockrt
 

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nrirp.adapters.nri.simruntime import InvalidRequest, QOSClass, Resources
-from nrirp.adapters.nri.simruntime.kubelet import (
+from nrirp.domain.model.shares import millis_from_shares
+from nrirp.simruntime import InvalidRequest, QOSClass, Resources
+from nrirp.simruntime.kubelet import (
     CgroupDriver,
     cgroups_path,
     linux_resources,
@@ -18,7 +19,6 @@ from nrirp.adapters.nri.simruntime.kubelet import (
     pod_qos,
     pod_totals,
 )
-from nrirp.domain.model.shares import millis_from_shares
 
 GIB = 1 << 30
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nrirp.adapters.nri.simruntime import (
+from nrirp.simruntime import (
     InvalidRequest,
     PluginEventKind,
     PluginKind,

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime import AdjustmentConflict, InvalidAdjustment, NriVersion
-from nrirp.adapters.nri.simruntime.merge import CreateMerge, UpdateCollector
-from nrirp.adapters.nri.simruntime.owners import OwnerTable
+from nrirp.simruntime import AdjustmentConflict, InvalidAdjustment, NriVersion
+from nrirp.simruntime.merge import CreateMerge, UpdateCollector
+from nrirp.simruntime.owners import OwnerTable
 
 OLD = NriVersion.parse("v0.6.1")
 NEW = NriVersion.parse("v0.12.2")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nrirp.adapters.nri.simruntime import (
+from nrirp.simruntime import (
     CgroupDriver,
     ContainerSpec,
     ContainerState,

@@ -15,7 +15,9 @@ import pytest
 
 from nrirp.adapters.nri import api
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime import (
+from nrirp.adapters.nri.stub import Plugin, Stub, UpdateFromHandlerError
+from nrirp.domain.cpuset import CPUSet
+from nrirp.simruntime import (
     CallOutcome,
     ContainerSpec,
     PluginEventKind,
@@ -23,12 +25,11 @@ from nrirp.adapters.nri.simruntime import (
     PodSpec,
     SimRuntime,
 )
-from nrirp.adapters.nri.stub import Plugin, Stub, UpdateFromHandlerError
-from nrirp.domain.cpuset import CPUSet
 from tests.support.aio import arun
 
 from .peers import runtime
 
+PLUGINS = Path(__file__).resolve().parents[2] / "examples" / "plugins"
 POD = PodSpec("web", containers=[ContainerSpec("app"), ContainerSpec("side")])
 
 
@@ -129,8 +130,7 @@ def test_logger_example_as_an_external_plugin(tmp_path: Path) -> None:
         async with runtime(socket_path=sock) as rt:
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
-                "-m",
-                "nrirp.adapters.nri.examples.logger",
+                str(PLUGINS / "logger.py"),
                 "--socket",
                 str(sock),
                 "--index",
@@ -172,8 +172,7 @@ def test_pin_cpus_example_pre_launched_pins_and_re_pins(tmp_path: Path) -> None:
         async with runtime(nri_version="v0.6.1") as rt:
             command = [
                 sys.executable,
-                "-m",
-                "nrirp.adapters.nri.examples.pin_cpus",
+                str(PLUGINS / "pin_cpus.py"),
                 "--log-file",
                 str(log),
                 "--control-file",

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime import (
+from nrirp.adapters.nri.transport import TtrpcError
+from nrirp.simruntime import (
     ContainerSpec,
     PluginEventKind,
     PluginKind,
@@ -16,7 +17,6 @@ from nrirp.adapters.nri.simruntime import (
     PodSpec,
     SimRuntime,
 )
-from nrirp.adapters.nri.transport import TtrpcError
 from tests.support.aio import arun
 
 from .peers import ScriptedPlugin, mask, ready, runtime

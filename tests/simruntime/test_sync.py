@@ -9,15 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime import (
+from nrirp.adapters.nri.transport import OversizedMessage
+from nrirp.simruntime import (
     ContainerSpec,
     PluginEventKind,
     PluginState,
     PodSpec,
     SimRuntime,
 )
-from nrirp.adapters.nri.simruntime.sync import SyncFailed, shrink
-from nrirp.adapters.nri.transport import OversizedMessage
+from nrirp.simruntime.sync import SyncFailed, shrink
 from tests.support.aio import arun
 
 from .peers import ScriptedPlugin, runtime

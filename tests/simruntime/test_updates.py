@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime import (
+from nrirp.domain.cpuset import CPUSet
+from nrirp.simruntime import (
     AdjustmentConflict,
     CallOutcome,
     ContainerSpec,
@@ -17,7 +18,6 @@ from nrirp.adapters.nri.simruntime import (
     PodSpec,
     Resources,
 )
-from nrirp.domain.cpuset import CPUSet
 from tests.support.aio import arun
 
 from .peers import ScriptedPlugin, ready, runtime

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime import AdjustmentRejected, ContainerSpec, PodSpec
 from nrirp.adapters.nri.transport import TtrpcError
+from nrirp.simruntime import AdjustmentRejected, ContainerSpec, PodSpec
 from tests.support.aio import arun
 
 from .peers import ScriptedPlugin, mask, ready, runtime

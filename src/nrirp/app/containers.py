@@ -44,17 +44,12 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dependency_injector import containers, providers
 
 from nrirp.adapters.cgroups import CgroupfsHostControl
 from nrirp.adapters.memory import InMemoryHostControl, InMemoryStateStore, RecordingDecisionLog
-from nrirp.adapters.nri.resmgr.plugin import ResourceManagerPlugin
-from nrirp.adapters.nri.resmgr.service import PluginService
-from nrirp.adapters.nri.resmgr.simulation import Simulation, simulated_runtime
-from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
-from nrirp.adapters.nri.stub import Stub
 from nrirp.adapters.storage import FileStateStore
 from nrirp.adapters.sysfs import SysfsDiscovery, SysfsTopologyHints
 from nrirp.adapters.system import LoggingDecisionLog, SystemClock, ThreadTimers, read_config_file
@@ -64,6 +59,14 @@ from nrirp.domain.policies import builtin_registry
 from nrirp.domain.policy import Policy, PolicyRegistry
 from nrirp.domain.ports.hardware import HardwareDiscovery
 from nrirp.domain.topology import Machine, MemoryType
+
+if TYPE_CHECKING:
+    from nrirp.adapters.nri.resmgr.plugin import ResourceManagerPlugin
+    from nrirp.adapters.nri.resmgr.service import PluginService
+    from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
+    from nrirp.adapters.nri.stub import Stub
+    from nrirp.app.simulator.simulation import Simulation
+    from nrirp.simruntime import SimRuntime
 
 POLICY_MODULES_ENV = "NRIRP_POLICY_MODULES"
 """Environment variable: comma-separated modules that register extra policies."""
@@ -172,6 +175,44 @@ def cgroupfs_host_control(root: str | None) -> CgroupfsHostControl:
     return CgroupfsHostControl(root or DEFAULT_CGROUP_ROOT)
 
 
+# The NRI adapters and the simulated runtime are imported when first built, so that the
+# embedded composition (nrirp.app.embed) loads neither them nor protobuf.
+
+
+def nri_runtime_updates() -> NriRuntimeUpdates:
+    from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
+
+    return NriRuntimeUpdates()
+
+
+def nri_plugin(
+    resource_manager: ResourceManager, updates: NriRuntimeUpdates
+) -> ResourceManagerPlugin:
+    from nrirp.adapters.nri.resmgr.plugin import ResourceManagerPlugin
+
+    return ResourceManagerPlugin(resource_manager, updates)
+
+
+def plugin_service(stub: Stub, updates: NriRuntimeUpdates) -> PluginService:
+    from nrirp.adapters.nri.resmgr.service import PluginService
+
+    return PluginService(stub, updates)
+
+
+def build_simulated_runtime(machine: Machine, nri_version: str | None) -> SimRuntime:
+    from nrirp.app.simulator.simulation import simulated_runtime
+
+    return simulated_runtime(machine, nri_version)
+
+
+def build_simulation(
+    runtime: SimRuntime, plugin: ResourceManagerPlugin, updates: NriRuntimeUpdates
+) -> Simulation:
+    from nrirp.app.simulator.simulation import Simulation
+
+    return Simulation(runtime, plugin, updates)
+
+
 def nri_stub(
     plugin: ResourceManagerPlugin,
     name: str | None,
@@ -180,6 +221,8 @@ def nri_stub(
 ) -> Stub:
     """The plugin's stub: external (``socket_path``, reconnecting) unless the runtime started
     the process (``NRI_PLUGIN_SOCKET``); name and index default like the reference's."""
+    from nrirp.adapters.nri.stub import Stub
+
     return Stub(
         plugin,
         name=name,
@@ -292,7 +335,7 @@ class DaemonContainer(containers.DeclarativeContainer):
     hardware = providers.Singleton(sysfs_discovery, config.sysfs_root, config.memory_types)
     state_store = providers.Singleton(file_state_store, config.state_dir)
     host_control = providers.Singleton(cgroupfs_host_control, config.cgroup_root)
-    runtime_updates = providers.Singleton(NriRuntimeUpdates)
+    runtime_updates = providers.Singleton(nri_runtime_updates)
     clock = providers.Singleton(SystemClock)
     decision_log = providers.Singleton(LoggingDecisionLog)
     metrics: providers.Provider[Any] = providers.Object(None)
@@ -305,11 +348,11 @@ class DaemonContainer(containers.DeclarativeContainer):
     policy = core.policy
     policy_config = core.policy_config
     resource_manager = core.resource_manager
-    plugin = providers.Singleton(ResourceManagerPlugin, resource_manager, runtime_updates)
+    plugin = providers.Singleton(nri_plugin, resource_manager, runtime_updates)
     stub = providers.Singleton(
         nri_stub, plugin, config.plugin_name, config.plugin_index, config.nri_socket
     )
-    service = providers.Singleton(PluginService, stub, runtime_updates)
+    service = providers.Singleton(plugin_service, stub, runtime_updates)
 
 
 class SimulatorContainer(containers.DeclarativeContainer):
@@ -324,7 +367,7 @@ class SimulatorContainer(containers.DeclarativeContainer):
     )
     state_store = providers.Singleton(InMemoryStateStore)
     host_control = providers.Singleton(InMemoryHostControl)
-    runtime_updates = providers.Singleton(NriRuntimeUpdates)
+    runtime_updates = providers.Singleton(nri_runtime_updates)
     clock = providers.Singleton(SystemClock)
     decision_log = providers.Singleton(RecordingDecisionLog)
     metrics: providers.Provider[Any] = providers.Object(None)
@@ -338,6 +381,6 @@ class SimulatorContainer(containers.DeclarativeContainer):
     policy_config = core.policy_config
     resource_manager = core.resource_manager
 
-    runtime = providers.Singleton(simulated_runtime, machine, config.nri_version)
-    plugin = providers.Singleton(ResourceManagerPlugin, resource_manager, runtime_updates)
-    simulation = providers.Singleton(Simulation, runtime, plugin, runtime_updates)
+    runtime = providers.Singleton(build_simulated_runtime, machine, config.nri_version)
+    plugin = providers.Singleton(nri_plugin, resource_manager, runtime_updates)
+    simulation = providers.Singleton(build_simulation, runtime, plugin, runtime_updates)

@@ -20,8 +20,9 @@ Public API:
 - Errors: :class:`SimRuntimeError` and subclasses.
 """
 
-from nrirp.adapters.nri.simruntime.emulation import CONTAINERD_1_7_24, HEAD, NriVersion
-from nrirp.adapters.nri.simruntime.errors import (
+from nrirp.domain.model.qos import QOSClass
+from nrirp.simruntime.emulation import CONTAINERD_1_7_24, HEAD, NriVersion
+from nrirp.simruntime.errors import (
     AdjustmentConflict,
     AdjustmentRejected,
     InvalidAdjustment,
@@ -34,7 +35,7 @@ from nrirp.adapters.nri.simruntime.errors import (
     SimRuntimeError,
     Unsupported,
 )
-from nrirp.adapters.nri.simruntime.journal import (
+from nrirp.simruntime.journal import (
     CallOutcome,
     Journal,
     OperationRecord,
@@ -42,20 +43,19 @@ from nrirp.adapters.nri.simruntime.journal import (
     PluginEvent,
     PluginEventKind,
 )
-from nrirp.adapters.nri.simruntime.kubelet import CgroupDriver, Resources
-from nrirp.adapters.nri.simruntime.model import (
+from nrirp.simruntime.kubelet import CgroupDriver, Resources
+from nrirp.simruntime.model import (
     ContainerState,
     ContainerStatus,
     PodSandboxStatus,
     PodState,
 )
-from nrirp.adapters.nri.simruntime.objects import ObjectStyle
-from nrirp.adapters.nri.simruntime.options import RuntimeOptions
-from nrirp.adapters.nri.simruntime.plugin import PluginInfo, PluginKind, PluginState
-from nrirp.adapters.nri.simruntime.resources import EffectiveResources
-from nrirp.adapters.nri.simruntime.runtime import SimRuntime
-from nrirp.adapters.nri.simruntime.specs import ContainerSpec, DeviceSpec, MountSpec, PodSpec
-from nrirp.domain.model.qos import QOSClass
+from nrirp.simruntime.objects import ObjectStyle
+from nrirp.simruntime.options import RuntimeOptions
+from nrirp.simruntime.plugin import PluginInfo, PluginKind, PluginState
+from nrirp.simruntime.resources import EffectiveResources
+from nrirp.simruntime.runtime import SimRuntime
+from nrirp.simruntime.specs import ContainerSpec, DeviceSpec, MountSpec, PodSpec
 
 __all__ = [
     "CONTAINERD_1_7_24",

@@ -21,19 +21,6 @@ from typing import Any, TypeVar
 from google.protobuf.message import DecodeError, Message
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime import launcher
-from nrirp.adapters.nri.simruntime.errors import InvalidRequest, PluginStartError
-from nrirp.adapters.nri.simruntime.journal import CallOutcome, Journal, PluginEventKind
-from nrirp.adapters.nri.simruntime.model import RuntimeModel
-from nrirp.adapters.nri.simruntime.options import RuntimeOptions
-from nrirp.adapters.nri.simruntime.plugin import (
-    RUNTIME_SERVICE,
-    CallError,
-    PluginConnection,
-    PluginKind,
-    PluginState,
-)
-from nrirp.adapters.nri.simruntime.sync import SyncFailed, synchronize
 from nrirp.adapters.nri.transport import (
     RUNTIME_SERVICE_CONN,
     CallContext,
@@ -44,6 +31,19 @@ from nrirp.adapters.nri.transport import (
     StatusCode,
     TtrpcError,
 )
+from nrirp.simruntime import launcher
+from nrirp.simruntime.errors import InvalidRequest, PluginStartError
+from nrirp.simruntime.journal import CallOutcome, Journal, PluginEventKind
+from nrirp.simruntime.model import RuntimeModel
+from nrirp.simruntime.options import RuntimeOptions
+from nrirp.simruntime.plugin import (
+    RUNTIME_SERVICE,
+    CallError,
+    PluginConnection,
+    PluginKind,
+    PluginState,
+)
+from nrirp.simruntime.sync import SyncFailed, synchronize
 
 log = logging.getLogger("nrirp.nri.simruntime")
 

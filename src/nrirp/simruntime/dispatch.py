@@ -13,17 +13,17 @@ import logging
 
 from nrirp.adapters.nri.api import EVENT_NAMES
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime.connections import PluginManager
-from nrirp.adapters.nri.simruntime.errors import (
+from nrirp.adapters.nri.transport import StatusCode
+from nrirp.simruntime.connections import PluginManager
+from nrirp.simruntime.errors import (
     AdjustmentRejected,
     OperationFailed,
     PluginFailed,
 )
-from nrirp.adapters.nri.simruntime.events import CONTAINER_NOTIFICATIONS, POD_NOTIFICATIONS
-from nrirp.adapters.nri.simruntime.merge import CreateMerge, UpdateCollector
-from nrirp.adapters.nri.simruntime.owners import OwnerTable
-from nrirp.adapters.nri.simruntime.plugin import CallError, PluginConnection
-from nrirp.adapters.nri.transport import StatusCode
+from nrirp.simruntime.events import CONTAINER_NOTIFICATIONS, POD_NOTIFICATIONS
+from nrirp.simruntime.merge import CreateMerge, UpdateCollector
+from nrirp.simruntime.owners import OwnerTable
+from nrirp.simruntime.plugin import CallError, PluginConnection
 
 log = logging.getLogger("nrirp.nri.simruntime")
 

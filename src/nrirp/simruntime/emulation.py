@@ -11,7 +11,7 @@ import re
 
 import attrs
 
-from nrirp.adapters.nri.simruntime.errors import InvalidRequest
+from nrirp.simruntime.errors import InvalidRequest
 
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
 

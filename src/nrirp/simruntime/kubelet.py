@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime.errors import InvalidRequest
 from nrirp.domain.config.quantity import Quantity, QuantityError
 from nrirp.domain.model.qos import QOSClass
 from nrirp.domain.model.shares import DEFAULT_CFS_PERIOD_US, MIN_QUOTA_US, shares_from_millis
+from nrirp.simruntime.errors import InvalidRequest
 
 MAX_SHARES = 262144
 GUARANTEED_OOM_SCORE_ADJ = -997

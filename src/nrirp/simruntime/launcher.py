@@ -19,7 +19,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from nrirp.adapters.nri.simruntime.errors import PluginStartError
+from nrirp.simruntime.errors import PluginStartError
 
 PLUGIN_NAME_ENV = "NRI_PLUGIN_NAME"
 PLUGIN_IDX_ENV = "NRI_PLUGIN_IDX"

@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 from google.protobuf.message import Message
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime.emulation import NriVersion
-from nrirp.adapters.nri.simruntime.errors import AdjustmentConflict, InvalidAdjustment
-from nrirp.adapters.nri.simruntime.owners import Owners, OwnerTable
-from nrirp.adapters.nri.simruntime.pb import copy_of, has_field
+from nrirp.simruntime.emulation import NriVersion
+from nrirp.simruntime.errors import AdjustmentConflict, InvalidAdjustment
+from nrirp.simruntime.owners import Owners, OwnerTable
+from nrirp.simruntime.pb import copy_of, has_field
 
 F = api_pb2
 M = TypeVar("M", bound=Message)

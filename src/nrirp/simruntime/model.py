@@ -8,15 +8,15 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime.errors import InvalidState, NotFound
-from nrirp.adapters.nri.simruntime.resources import (
+from nrirp.domain.model.qos import QOSClass
+from nrirp.simruntime.errors import InvalidState, NotFound
+from nrirp.simruntime.resources import (
     EffectiveResources,
     HostLimits,
     apply_update,
     check_resources,
 )
-from nrirp.adapters.nri.simruntime.specs import ContainerSpec, PodSpec
-from nrirp.domain.model.qos import QOSClass
+from nrirp.simruntime.specs import ContainerSpec, PodSpec
 
 
 class PodState(enum.Enum):

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 import attrs
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime.emulation import NriVersion
-from nrirp.adapters.nri.simruntime.kubelet import (
+from nrirp.domain.model.qos import QOSClass
+from nrirp.simruntime.emulation import NriVersion
+from nrirp.simruntime.kubelet import (
     CgroupDriver,
     Resources,
     cgroups_path,
@@ -23,8 +24,7 @@ from nrirp.adapters.nri.simruntime.kubelet import (
     pod_cgroup_parent,
     pod_totals,
 )
-from nrirp.adapters.nri.simruntime.specs import ContainerSpec, PodSpec
-from nrirp.domain.model.qos import QOSClass
+from nrirp.simruntime.specs import ContainerSpec, PodSpec
 
 SANDBOX_CPU_SHARES = 2
 """containerd gives the pause container the minimum CPU shares."""

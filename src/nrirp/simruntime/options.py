@@ -8,12 +8,12 @@ from collections.abc import Callable
 
 import attrs
 
-from nrirp.adapters.nri.simruntime.emulation import HEAD, NriVersion
-from nrirp.adapters.nri.simruntime.errors import InvalidRequest
-from nrirp.adapters.nri.simruntime.kubelet import CgroupDriver
-from nrirp.adapters.nri.simruntime.objects import NodeSettings, ObjectStyle
-from nrirp.adapters.nri.simruntime.resources import HostLimits
 from nrirp.domain.cpuset import CPUSet
+from nrirp.simruntime.emulation import HEAD, NriVersion
+from nrirp.simruntime.errors import InvalidRequest
+from nrirp.simruntime.kubelet import CgroupDriver
+from nrirp.simruntime.objects import NodeSettings, ObjectStyle
+from nrirp.simruntime.resources import HostLimits
 
 DEFAULT_REGISTRATION_TIMEOUT = 5.0
 DEFAULT_REQUEST_TIMEOUT = 2.0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import attrs
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime.errors import AdjustmentConflict
+from nrirp.simruntime.errors import AdjustmentConflict
 
 F = api_pb2
 

@@ -12,7 +12,6 @@ from typing import TypeVar
 import attrs
 from google.protobuf.message import DecodeError, Message
 
-from nrirp.adapters.nri.simruntime.journal import CallOutcome, Journal, PluginEventKind
 from nrirp.adapters.nri.transport import (
     PLUGIN_SERVICE_CONN,
     ConnectionClosed,
@@ -21,6 +20,7 @@ from nrirp.adapters.nri.transport import (
     StatusCode,
     TtrpcError,
 )
+from nrirp.simruntime.journal import CallOutcome, Journal, PluginEventKind
 
 log = logging.getLogger("nrirp.nri.simruntime")
 

@@ -15,8 +15,8 @@ import attrs
 from google.protobuf.message import Message
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime.pb import has_field
 from nrirp.domain.cpuset import CPUSet, CPUSetError
+from nrirp.simruntime.pb import has_field
 
 
 @attrs.frozen

@@ -23,9 +23,9 @@ from typing import Any
 import attrs
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime.connections import PluginManager
-from nrirp.adapters.nri.simruntime.dispatch import Dispatcher
-from nrirp.adapters.nri.simruntime.errors import (
+from nrirp.simruntime.connections import PluginManager
+from nrirp.simruntime.dispatch import Dispatcher
+from nrirp.simruntime.errors import (
     InvalidAdjustment,
     InvalidRequest,
     InvalidState,
@@ -33,9 +33,9 @@ from nrirp.adapters.nri.simruntime.errors import (
     OperationFailed,
     Unsupported,
 )
-from nrirp.adapters.nri.simruntime.journal import Journal, PluginEventKind
-from nrirp.adapters.nri.simruntime.kubelet import Resources, linux_resources
-from nrirp.adapters.nri.simruntime.model import (
+from nrirp.simruntime.journal import Journal, PluginEventKind
+from nrirp.simruntime.kubelet import Resources, linux_resources
+from nrirp.simruntime.model import (
     UPDATABLE,
     ContainerRecord,
     ContainerState,
@@ -45,17 +45,17 @@ from nrirp.adapters.nri.simruntime.model import (
     PodState,
     RuntimeModel,
 )
-from nrirp.adapters.nri.simruntime.objects import (
+from nrirp.simruntime.objects import (
     build_container,
     build_pod_sandbox,
     container_id,
     pod_id_for,
     pod_uid_for,
 )
-from nrirp.adapters.nri.simruntime.options import RuntimeOptions
-from nrirp.adapters.nri.simruntime.plugin import PluginInfo, PluginState
-from nrirp.adapters.nri.simruntime.resources import check_resources, kubelet_update
-from nrirp.adapters.nri.simruntime.specs import ContainerSpec, PodSpec
+from nrirp.simruntime.options import RuntimeOptions
+from nrirp.simruntime.plugin import PluginInfo, PluginState
+from nrirp.simruntime.resources import check_resources, kubelet_update
+from nrirp.simruntime.specs import ContainerSpec, PodSpec
 
 log = logging.getLogger("nrirp.nri.simruntime")
 

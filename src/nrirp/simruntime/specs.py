@@ -7,10 +7,10 @@ from typing import Any
 
 import attrs
 
-from nrirp.adapters.nri.simruntime.errors import InvalidRequest
-from nrirp.adapters.nri.simruntime.kubelet import Resources, pod_qos
 from nrirp.domain.cpuset import CPUSet, CPUSetError
 from nrirp.domain.model.qos import QOSClass
+from nrirp.simruntime.errors import InvalidRequest
+from nrirp.simruntime.kubelet import Resources, pod_qos
 
 DEFAULT_IMAGE = "docker.io/library/busybox:1.36"
 

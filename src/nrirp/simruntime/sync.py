@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.simruntime.emulation import NriVersion
-from nrirp.adapters.nri.simruntime.plugin import PluginConnection
 from nrirp.adapters.nri.transport import OversizedMessage
+from nrirp.simruntime.emulation import NriVersion
+from nrirp.simruntime.plugin import PluginConnection
 
 MIN_OBJECTS_PER_MESSAGE = 8
 MAX_SHRINK_FACTOR = 0.9

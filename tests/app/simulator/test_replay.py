@@ -11,7 +11,6 @@ from dependency_injector import providers
 
 from nrirp.adapters.fakehw import expected_machine, load_machine, machine_names
 from nrirp.adapters.memory import InMemoryStateStore, RecordingDecisionLog
-from nrirp.adapters.nri.simruntime.kubelet import milli_cpu_to_shares
 from nrirp.app.simulator import (
     Change,
     ContainerView,
@@ -24,6 +23,7 @@ from nrirp.app.simulator import (
 )
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.ports.decisions import NullDecisionLog
+from nrirp.simruntime.kubelet import milli_cpu_to_shares
 from tests.app.simulator.policies import MODULE as TEST_POLICIES
 
 EXAMPLES = Path(__file__).parents[3] / "examples"

@@ -6,12 +6,12 @@ import pytest
 
 from nrirp.adapters.memory import InMemoryStateStore, RecordingDecisionLog
 from nrirp.adapters.nri.resmgr.plugin import ResourceManagerPlugin
-from nrirp.adapters.nri.resmgr.simulation import Simulation, simulated_runtime
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
-from nrirp.adapters.nri.simruntime import ContainerSpec, InvalidState, PodSpec, SimRuntime
 from nrirp.adapters.nri.stub import RegistrationError
+from nrirp.app.simulator.simulation import Simulation, simulated_runtime
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.pipeline import ResourceManager
+from nrirp.simruntime import ContainerSpec, InvalidState, PodSpec, SimRuntime
 from tests.adapters.nri.resmgr.test_plugin import PIN, PinPolicy
 from tests.domain.support import GiB, small_machine
 from tests.support.aio import arun

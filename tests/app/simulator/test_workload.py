@@ -10,7 +10,6 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nrirp.adapters.nri.simruntime import Resources
 from nrirp.app.simulator import WorkloadError, load_workload, parse_workload
 from nrirp.app.simulator.workload import (
     CreatePod,
@@ -22,6 +21,7 @@ from nrirp.app.simulator.workload import (
 )
 from nrirp.domain.config.duration import Duration
 from nrirp.domain.model import QOSClass
+from nrirp.simruntime import Resources
 
 EVERY_KEY = """
 description: every key

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from nrirp.adapters.nri.simruntime import ContainerSpec, DeviceSpec, InvalidRequest, MountSpec
-from nrirp.adapters.nri.simruntime.emulation import HEAD
-from nrirp.adapters.nri.simruntime.objects import NodeSettings, build_container, build_pod_sandbox
-from nrirp.adapters.nri.simruntime.specs import DEFAULT_VOLUME_OPTIONS, PodSpec
 from nrirp.app.simulator import WorkloadError, parse_workload
 from nrirp.app.simulator.workload import CreatePod
 from nrirp.domain.model.qos import QOSClass
+from nrirp.simruntime import ContainerSpec, DeviceSpec, InvalidRequest, MountSpec
+from nrirp.simruntime.emulation import HEAD
+from nrirp.simruntime.objects import NodeSettings, build_container, build_pod_sandbox
+from nrirp.simruntime.specs import DEFAULT_VOLUME_OPTIONS, PodSpec
 
 WORKLOAD = """
 steps:

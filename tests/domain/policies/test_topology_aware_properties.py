@@ -44,14 +44,6 @@ from hypothesis import strategies as st
 from nrirp.adapters.fakehw import expected_machine, load_machine, spec_from_data, spec_to_data
 from nrirp.adapters.fakehw.hints import FakeTopologyHints
 from nrirp.adapters.memory import InMemoryStateStore, RecordingRuntimeUpdates
-from nrirp.adapters.nri.simruntime.kubelet import (
-    Resources,
-    milli_cpu_to_quota,
-    milli_cpu_to_shares,
-    oom_score_adj,
-    pod_cgroup_parent,
-    pod_qos,
-)
 from nrirp.domain.config import PolicyConfig, load_policy_config
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import (
@@ -67,6 +59,14 @@ from nrirp.domain.pipeline import OperationFailedError, ResourceManager
 from nrirp.domain.policies import builtin_registry
 from nrirp.domain.topology import Machine, MemoryType
 from nrirp.domain.topology.hints import TopologyHint
+from nrirp.simruntime.kubelet import (
+    Resources,
+    milli_cpu_to_quota,
+    milli_cpu_to_shares,
+    oom_score_adj,
+    pod_cgroup_parent,
+    pod_qos,
+)
 
 POLICY = "topology-aware"
 DOMAIN = "resource-policy.nri.io"

@@ -2,8 +2,8 @@
 
 The Kubernetes arithmetic itself (quantities and defaulting, ``GetPodQOS``, ``MilliCPUToShares``,
 ``milliCPUToQuota``, ``GetContainerOOMScoreAdjust``, pod totals, the cgroupfs pod cgroup) is not
-repeated here: it is :mod:`nrirp.adapters.nri.simruntime.kubelet`, the one the simulated runtime
-uses, checked against kubelet's numbers in ``tests/adapters/nri/simruntime/test_kubelet.py``. So
+repeated here: it is :mod:`nrirp.simruntime.kubelet`, the one the simulated runtime
+uses, checked against kubelet's numbers in ``tests/domain/test_kubelet.py``. So
 what the e2e tests send to the real containerd is exactly what the simulated runtime assumes a
 kubelet sends. This module only packs those numbers the way CRI carries them.
 """
@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import attrs
 
-from nrirp.adapters.nri.simruntime.kubelet import (
+from nrirp.domain.model.qos import QOSClass
+from nrirp.domain.model.shares import DEFAULT_CFS_PERIOD_US
+from nrirp.simruntime.kubelet import (
     Resources,
     milli_cpu_to_quota,
     milli_cpu_to_shares,
@@ -21,8 +23,6 @@ from nrirp.adapters.nri.simruntime.kubelet import (
     pod_qos,
     pod_totals,
 )
-from nrirp.domain.model.qos import QOSClass
-from nrirp.domain.model.shares import DEFAULT_CFS_PERIOD_US
 
 __all__ = [
     "LinuxResourceValues",

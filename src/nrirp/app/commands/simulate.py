@@ -97,7 +97,6 @@ def _run(args: argparse.Namespace) -> int:
     import json
 
     from nrirp.adapters.fakehw import MachineSpecError, UnknownMachineError
-    from nrirp.adapters.nri.simruntime import SimRuntimeError
     from nrirp.adapters.system import ConfigFileError
     from nrirp.app.commands.common.hardware_source import hardware_from_args
     from nrirp.app.containers import PolicyModuleError
@@ -114,6 +113,7 @@ def _run(args: argparse.Namespace) -> int:
     from nrirp.domain.pipeline import OperationFailedError
     from nrirp.domain.policy import UnknownPolicyError
     from nrirp.domain.ports.hardware import HardwareDiscoveryError
+    from nrirp.simruntime import SimRuntimeError
 
     try:
         workload = load_workload(args.workload)

@@ -9,7 +9,6 @@
   :class:`OperationFailedError`, :class:`PolicyEvent`.
 """
 
-from nrirp.adapters.nri.simruntime import CgroupDriver, Resources
 from nrirp.app.embed.engine import CallbackRuntimeUpdates, ConfigSource, Engine
 from nrirp.app.embed.kubernetes import KubernetesPod, ManifestError, resources_of
 from nrirp.domain.model import (
@@ -28,6 +27,7 @@ from nrirp.domain.pipeline import (
     StartOutcome,
 )
 from nrirp.domain.policy import PolicyEvent
+from nrirp.simruntime import CgroupDriver, Resources
 
 __all__ = [
     "Adjustment",

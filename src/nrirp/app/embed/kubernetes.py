@@ -6,7 +6,7 @@ containers with their requests and limits) and builds the :class:`~nrirp.domain.
 :class:`~nrirp.domain.model.Container` the engine takes, with what kubelet would hand the
 runtime: QoS class, pod cgroup parent, CPU shares/quota/period, memory limit, hugepage limits,
 OOM score adjustment and cgroups path. The kubelet arithmetic is the simulated runtime's
-(:mod:`nrirp.adapters.nri.simruntime.kubelet`), so both agree exactly.
+(:mod:`nrirp.simruntime.kubelet`), so both agree exactly.
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ from typing import Any
 import attrs
 
 from nrirp.adapters.nri.resmgr.translate import resources_from_pb
-from nrirp.adapters.nri.simruntime import (
+from nrirp.domain.model import Container, ContainerState, LinuxResources, Pod, QOSClass
+from nrirp.simruntime import (
     CgroupDriver,
     ContainerSpec,
     PodSpec,
     Resources,
 )
-from nrirp.adapters.nri.simruntime.errors import InvalidRequest
-from nrirp.adapters.nri.simruntime.kubelet import (
+from nrirp.simruntime.errors import InvalidRequest
+from nrirp.simruntime.kubelet import (
     cgroups_path,
     linux_resources,
     oom_score_adj,
@@ -32,7 +33,6 @@ from nrirp.adapters.nri.simruntime.kubelet import (
     pod_qos,
     pod_totals,
 )
-from nrirp.domain.model import Container, ContainerState, LinuxResources, Pod, QOSClass
 
 
 class ManifestError(ValueError):

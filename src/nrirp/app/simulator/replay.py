@@ -17,14 +17,6 @@ from typing import Any
 import attrs
 
 from nrirp.adapters.memory import RecordingDecisionLog
-from nrirp.adapters.nri.resmgr.simulation import Simulation
-from nrirp.adapters.nri.simruntime import (
-    ContainerState,
-    ContainerStatus,
-    PodState,
-    SimRuntime,
-    SimRuntimeError,
-)
 from nrirp.adapters.system import ConfigFileError, read_config_file
 from nrirp.app.simulator.describe import describe_step
 from nrirp.app.simulator.results import (
@@ -34,6 +26,7 @@ from nrirp.app.simulator.results import (
     ReplayResult,
     StepResult,
 )
+from nrirp.app.simulator.simulation import Simulation
 from nrirp.app.simulator.updates import SettledTimeoutError, SettlingRuntimeUpdates
 from nrirp.app.simulator.workload import (
     CreatePod,
@@ -52,6 +45,13 @@ from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.policy import PolicyEvent
 from nrirp.domain.ports.decisions import Severity
 from nrirp.domain.ports.state_store import StateStoreError
+from nrirp.simruntime import (
+    ContainerState,
+    ContainerStatus,
+    PodState,
+    SimRuntime,
+    SimRuntimeError,
+)
 
 SETTLE_TIMEOUT = 10.0
 

@@ -14,10 +14,10 @@ from types import TracebackType
 from nrirp.adapters.nri.resmgr.plugin import ResourceManagerPlugin
 from nrirp.adapters.nri.resmgr.service import PluginService
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
-from nrirp.adapters.nri.simruntime import RuntimeOptions, SimRuntime
 from nrirp.adapters.nri.stub import RegistrationError, Stub
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.topology import Machine
+from nrirp.simruntime import RuntimeOptions, SimRuntime
 
 
 def simulated_runtime(machine: Machine, nri_version: str | None = None) -> SimRuntime:

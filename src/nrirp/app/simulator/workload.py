@@ -13,10 +13,6 @@ from typing import Any
 
 import attrs
 
-from nrirp.adapters.nri.simruntime import ContainerSpec, DeviceSpec, MountSpec, PodSpec, Resources
-from nrirp.adapters.nri.simruntime.errors import InvalidRequest
-from nrirp.adapters.nri.simruntime.kubelet import HUGEPAGES_PREFIX, QuantityValue
-from nrirp.adapters.nri.simruntime.specs import DEFAULT_VOLUME_OPTIONS
 from nrirp.domain.config.converter import structure
 from nrirp.domain.config.document import YAMLSyntaxError, parse_text
 from nrirp.domain.config.duration import Duration
@@ -30,6 +26,10 @@ from nrirp.domain.config.errors import (
 )
 from nrirp.domain.config.quantity import Quantity
 from nrirp.domain.cpuset import CPUSet, CPUSetError
+from nrirp.simruntime import ContainerSpec, DeviceSpec, MountSpec, PodSpec, Resources
+from nrirp.simruntime.errors import InvalidRequest
+from nrirp.simruntime.kubelet import HUGEPAGES_PREFIX, QuantityValue
+from nrirp.simruntime.specs import DEFAULT_VOLUME_OPTIONS
 
 CONTAINER_ANNOTATION = "/container."
 """The reference's per-container annotation convention: ``KEY/container.NAME`` on the pod."""

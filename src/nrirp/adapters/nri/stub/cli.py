@@ -1,4 +1,9 @@
-"""What the example plugins share: command line, logging (never stdout), running a stub."""
+"""Running a plugin as a command: the usual options, logging (never to stdout), exit codes.
+
+A plugin's ``main`` builds its parser on :func:`base_parser`, calls :func:`setup_logging` and
+hands :func:`run` a function that makes its :class:`Stub`; the example plugins
+(``examples/plugins``) do exactly that.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ import signal
 import sys
 from collections.abc import Callable
 
-from nrirp.adapters.nri.stub import RegistrationError, Stub, StubError
+from nrirp.adapters.nri.stub.errors import RegistrationError, StubError
+from nrirp.adapters.nri.stub.stub import Stub
 
 LOG_FILE_ENV = "NRIRP_LOG_FILE"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
