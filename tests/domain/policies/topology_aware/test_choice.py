@@ -13,7 +13,7 @@ import pytest
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import LinuxResources
 from nrirp.domain.pipeline import OperationFailedError
-from nrirp.domain.policies.topology_aware.allocations import Allocations
+from nrirp.domain.policies.topology_aware.score_cache import ScoreCache
 from nrirp.domain.topology import CPU, Machine, NumaNode
 
 from .support import GiB, anno, config, make_container, make_pod, make_rig
@@ -128,10 +128,10 @@ def test_reused_scores_equal_fresh_ones(machine: str, monkeypatch: pytest.Monkey
     """Scores reused from earlier decisions (same request signature, pool unchanged) are the
     ones a fresh scoring would give, and the pools skipped by their lower bound could not have
     won, through creates, stops, resizes and memory pressure."""
-    original = Allocations._scores
+    original = ScoreCache.scores
     compared = 0
 
-    def checked(self: Allocations, signature: Any, pools: Any, scorer: Any, *rest: Any) -> Any:
+    def checked(self: ScoreCache, signature: Any, pools: Any, scorer: Any, *rest: Any) -> Any:
         nonlocal compared
         scores, complete = original(self, signature, pools, scorer, *rest)
         fresh = {s.pool.id: s for s in (scorer.score(p) for p in pools)}
@@ -148,7 +148,7 @@ def test_reused_scores_equal_fresh_ones(machine: str, monkeypatch: pytest.Monkey
         compared += len(pools)
         return scores, complete
 
-    monkeypatch.setattr(Allocations, "_scores", checked)
+    monkeypatch.setattr(ScoreCache, "scores", checked)
     rng = random.Random(7)
     rig = make_rig(machine)
     live: list[tuple[Any, Any]] = []

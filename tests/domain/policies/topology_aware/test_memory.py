@@ -10,7 +10,7 @@ import pytest
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.memalloc import MemoryAllocationError, MemoryRequest
 from nrirp.domain.pipeline import OperationFailedError
-from nrirp.domain.policies.topology_aware.allocations import Allocations
+from nrirp.domain.policies.topology_aware.memory_view import MemoryView
 
 from .support import GiB, make_container, make_pod, make_rig
 
@@ -27,9 +27,9 @@ def test_memory_fit_agrees_with_the_allocators_offer(monkeypatch: pytest.MonkeyP
     when zones around the pool hold widened containers."""
     disagreements: list[tuple[str, str, bool, bool]] = []
     checked = 0
-    original = Allocations._memory_fit
+    original = MemoryView.fit
 
-    def compare(self: Allocations, request: Any, pool: Any, types: Any, size: int, *rest: Any):  # type: ignore[no-untyped-def]
+    def compare(self: MemoryView, request: Any, pool: Any, types: Any, size: int, *rest: Any):  # type: ignore[no-untyped-def]
         nonlocal checked
         fit = original(self, request, pool, types, size, *rest)
         if size:
@@ -46,7 +46,7 @@ def test_memory_fit_agrees_with_the_allocators_offer(monkeypatch: pytest.MonkeyP
                 disagreements.append((request.label, pool.name, fit.fits, truth))
         return fit
 
-    monkeypatch.setattr(Allocations, "_memory_fit", compare)
+    monkeypatch.setattr(MemoryView, "fit", compare)
     for seed in range(6):
         rng = random.Random(seed)
         rig = make_rig("box-16")  # 4 GiB per NUMA node
@@ -78,14 +78,14 @@ def test_a_node_inside_an_overcommitted_zone_does_not_fit(monkeypatch: pytest.Mo
         rig.manager.create_container(pod, c)
     assert rig.alloc.memory.zones() == {CPUSet.of(1): 3 * GiB, CPUSet.parse("0-1"): 2 * GiB}
     seen: dict[str, bool] = {}
-    original = Allocations._memory_fit
+    original = MemoryView.fit
 
-    def record(self: Allocations, request: Any, pool: Any, *rest: Any):  # type: ignore[no-untyped-def]
+    def record(self: MemoryView, request: Any, pool: Any, *rest: Any):  # type: ignore[no-untyped-def]
         fit = original(self, request, pool, *rest)
         seen[pool.name] = fit.fits
         return fit
 
-    monkeypatch.setattr(Allocations, "_memory_fit", record)
+    monkeypatch.setattr(MemoryView, "fit", record)
     # 3.5 GiB fit in node 0 alone, but nodes 0-1 would then hold 8.5 GiB in 8
     _, x, _ = rig.run("x", "Guaranteed", cpu=100, memory=3 * GiB + GiB // 2)
     assert seen["NUMA node #0"] is False and seen["NUMA node #1"] is False

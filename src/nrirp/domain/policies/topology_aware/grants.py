@@ -108,6 +108,10 @@ def types_text(types: frozenset[MemoryType]) -> str:
     return ",".join(t.value for t in MemoryType if t in types)
 
 
+class RestoreError(ValueError):
+    """A saved grant cannot be restored as it was (the caller allocates anew)."""
+
+
 @attrs.frozen
 class SavedGrant:
     """What a container's tags say it held before a restart or reconfiguration."""

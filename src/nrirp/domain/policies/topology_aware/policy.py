@@ -23,7 +23,7 @@ from nrirp.domain.config import (
 from nrirp.domain.cpuallocator import CPUAllocator
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import Container, ContainerState, HostChange, LinuxResources, Pod
-from nrirp.domain.policies.topology_aware.allocations import Allocations, Plan, RestoreError
+from nrirp.domain.policies.topology_aware.allocations import Allocations
 from nrirp.domain.policies.topology_aware.classes import (
     Classes,
     choose_classes,
@@ -34,9 +34,11 @@ from nrirp.domain.policies.topology_aware.grants import (
     TAG_CPU_CLASS,
     TAG_IRQ_AFFINITY,
     Grant,
+    RestoreError,
     SavedGrant,
     saved_grant,
 )
+from nrirp.domain.policies.topology_aware.planner import Plan
 from nrirp.domain.policies.topology_aware.pools import Pool
 from nrirp.domain.policies.topology_aware.preferences import (
     CPUKind,

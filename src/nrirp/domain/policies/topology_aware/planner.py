@@ -1,0 +1,295 @@
+"""Planning: the pool, CPUs and memory request for a container, decided without changing
+anything (:class:`Plan`).
+
+A new request scores the pools (``scoring.py``) and takes the best one whose CPUs can be
+carved; a resize keeps the old grant's pool and CPUs when they still serve it; a restart or
+reconfiguration keeps the saved grant when it still can be held. Scores are kept per request
+signature and reused while their pool has not changed (``score_cache.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+
+import attrs
+
+from nrirp.domain.config import CPUPriority
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.memalloc import MemoryRequest, human_bytes
+from nrirp.domain.policies.topology_aware.cpu_picker import CPUPicker
+from nrirp.domain.policies.topology_aware.grants import Grant, RestoreError, SavedGrant, types_text
+from nrirp.domain.policies.topology_aware.memory_view import PMEM, MemoryView, accounted_size
+from nrirp.domain.policies.topology_aware.pools import Pool, PoolTree
+from nrirp.domain.policies.topology_aware.preferences import CPUKind, Request
+from nrirp.domain.policies.topology_aware.score_cache import ScoreCache, request_signature
+from nrirp.domain.policies.topology_aware.scoring import (
+    MemoryFit,
+    PoolScorer,
+    Score,
+    score_key,
+    want_priority,
+    wants_normal_priority,
+)
+from nrirp.domain.policies.topology_aware.supply import Supply, plural
+from nrirp.domain.policy import PolicyError
+from nrirp.domain.topology import MemoryType
+from nrirp.domain.topology.hints import TopologyHint, hint_score
+
+
+@attrs.frozen
+class Plan:
+    """A decision not yet committed."""
+
+    request: Request
+    pool: Pool
+    kind: CPUKind
+    exclusive: CPUSet
+    shared: int
+    reserved: int
+    memory: MemoryRequest | None
+    types: frozenset[MemoryType]
+
+
+class Planner:
+    """Plans for requests against the current supply and memory usage."""
+
+    def __init__(
+        self,
+        tree: PoolTree,
+        supply: Supply,
+        memory: MemoryView,
+        cpus: CPUPicker,
+        priorities: Mapping[CPUPriority, CPUSet],
+    ) -> None:
+        self.tree = tree
+        self.supply = supply
+        self.memory = memory
+        self.cpus = cpus
+        self.priorities = priorities
+        self.score_cache = ScoreCache(supply, memory)
+
+    # ------------------------------------------------------------------ new placements
+    def plan(
+        self,
+        request: Request,
+        *,
+        hints: Sequence[TopologyHint] = (),
+        weighted: Sequence[tuple[Pool, int]] = (),
+        prefer: Pool | None = None,
+    ) -> Plan:
+        """The best placement for ``request``; raises :class:`PolicyError` naming the shortage."""
+        memory = self.memory
+        types = memory.types_of(request)
+        if not memory.typed_nodes(types) & self.tree.top.mems:
+            raise PolicyError(
+                f"{request.label}: this node has no {types_text(types)} memory for the policy "
+                f"(memory-type annotation)"
+            )
+        size = accounted_size(request)
+        pools: Sequence[Pool] = self.tree.pools
+        if size:
+            roomy = memory.roomy(types, size)
+            if not roomy:
+                largest = max(pools, key=lambda p: (memory.pool_capacity(p, types), -p.id))
+                raise PolicyError(
+                    f"{request.label}: no pool has {human_bytes(size)} of "
+                    f"{types_text(types)} memory: the largest, {largest.name}, has "
+                    f"{human_bytes(memory.pool_capacity(largest, types))}"
+                )
+            pools = roomy
+        if request.memory.cold_start > 0 and MemoryType.PMEM in types:
+            # a cold start begins on PMEM: pools that have some
+            pmem = memory.typed_nodes(PMEM)
+            pools = [p for p in pools if p.mems & pmem] or pools
+        if request.cpu.kind is CPUKind.RESERVED:
+            # reserved containers run on reserved CPUs: only pools that have some
+            pools = [p for p in pools if self.supply.reserved[p.id]] or pools
+        if hints and request.strict_hints:
+            strict = [p for p in pools if all(_hint_fits(h, p) for h in hints)]
+            if not strict:
+                names = ", ".join(str(h) for h in hints)
+                raise PolicyError(
+                    f"{request.label}: no pool satisfies every topology hint "
+                    f"(strict.topologyhints): {names}"
+                )
+            pools = strict
+        wanted = want_priority(request.cpu)
+        priority_cpus = self.priorities.get(wanted) if wanted is not None else None
+        normal_cpus = (
+            self.priorities.get(CPUPriority.NORMAL, CPUSet())
+            if wants_normal_priority(request.cpu)
+            else None
+        )
+        fits: dict[int, tuple[bool, int, bool]] = {}  # per node set, for this plan only
+
+        def memory_fit(pool: Pool) -> MemoryFit:
+            return memory.fit(request, pool, types, size, fits)
+
+        scorer = PoolScorer(
+            request.cpu,
+            self.supply,
+            weighted=weighted,
+            hints=hints,
+            memory=memory_fit,
+            priority_cpus=priority_cpus,
+            normal_cpus=normal_cpus,
+            threads=self.cpus.exclusive_threads(request.cpu),
+        )
+        hinted = CPUSet().union(*(h.cpus for h in hints)) if request.pick_by_hints else CPUSet()
+        signature = None
+        if not (hints or weighted or prefer is not None):
+            signature = request_signature(request, size, types)
+        scores, complete = self.score_cache.scores(signature, pools, scorer, request, types)
+        tried: set[int] = set()
+        while True:
+            for score in _best_first(scores, prefer):
+                if score.pool.id in tried:
+                    continue
+                tried.add(score.pool.id)
+                plan = self._realize(request, score, types, size, hinted)
+                if plan is not None:
+                    return plan
+                if not complete:
+                    break
+            if complete:
+                raise PolicyError(self._shortage(request, scores))
+            scores, complete = self.score_cache.scores(None, pools, scorer, request, types)
+
+    def _realize(
+        self,
+        request: Request,
+        score: Score,
+        types: frozenset[MemoryType],
+        size: int,
+        hinted: CPUSet,
+    ) -> Plan | None:
+        cpu = request.cpu
+        pool = score.pool
+        kind = cpu.kind
+        exclusive = CPUSet()
+        if cpu.full:
+            if score.use_isolated:
+                exclusive = self.cpus.pick(self.supply.isolated[pool.id], cpu, hinted)
+                if kind is CPUKind.EXCLUSIVE:
+                    kind = CPUKind.ISOLATED
+            elif not cpu.require_isolated:
+                exclusive = self.cpus.pick_sharable(pool, cpu, hinted)
+            if not exclusive:
+                return None
+        shared = cpu.shared if kind in (CPUKind.SHARED, CPUKind.MIXED) else 0
+        reserved = cpu.shared if kind is CPUKind.RESERVED else 0
+        memory = self.memory.request_for(request, pool, types, size)
+        return Plan(request, pool, kind, exclusive, shared, reserved, memory, types)
+
+    def _shortage(self, request: Request, scores: Sequence[Score]) -> str:
+        cpu = request.cpu
+        label = request.label
+        if not scores:
+            return f"{label}: no pool can take it"
+        pool = min(scores, key=score_key).pool
+        supply = self.supply
+        sharable = len(supply.sharable[pool.id])
+        used = supply.shared_granted[pool.id]
+        allocatable = supply.allocatable_shared(pool)
+        cores = " (whole cores: hide-hyperthreads)" if cpu.hide_hyperthreads else ""
+        isolated = ""
+        if cpu.full and (cpu.require_isolated or (cpu.isolate and supply.isolated_cpus)):
+            roomy = max(scores, key=lambda s: (len(supply.isolated[s.pool.id]), -s.pool.id)).pool
+            free, total = len(supply.isolated[roomy.id]), len(supply.isolated_all[roomy.id])
+            isolated = (
+                f"no pool has {plural(cpu.full, 'free isolated CPU')}{cores}: best "
+                f"{roomy.name} has {free} free of its {plural(total, 'isolated CPU')}"
+            )
+        if cpu.require_isolated:
+            return f"{label}: {isolated} (require-isolated-cpus)"
+        if cpu.full:
+            text = f"{label}: no pool has {plural(cpu.full, 'exclusive CPU')}{cores}"
+            if cpu.shared:
+                text += f" and {cpu.shared}m shared CPU"
+            text += (
+                f": best {pool.name} has {plural(sharable, 'sharable CPU')} of which {used}m "
+                "are used by shared containers"
+            )
+            if allocatable < 1000 * sharable - used:
+                text += f" ({max(allocatable, 0)}m allocatable along its path)"
+            if isolated:
+                text += f"; and {isolated} (prefer-isolated-cpus)"
+            return text
+        return (
+            f"{label}: no pool has {cpu.shared}m shared CPU: best {pool.name} has "
+            f"{max(allocatable, 0)}m free ({plural(sharable, 'sharable CPU')}, {used}m used "
+            "by shared containers)"
+        )
+
+    # ------------------------------------------------------------------ kept placements
+    def plan_keeping(self, request: Request, old: Grant) -> Plan | None:
+        """A plan that keeps ``old``'s pool and CPUs (a resize whose CPU part still fits
+        them: exclusive CPUs stay where they are); ``None`` when the request needs another
+        placement. ``old`` must be out of the accounting (detached)."""
+        pool = old.pool
+        types = self.memory.types_of(request)
+        size = accounted_size(request)
+        if size and self.memory.pool_capacity(pool, types) < size:
+            return None
+        if self.cpus.problem(request, pool, old.kind, old.exclusive) is not None:
+            return None
+        return self._kept(request, pool, old.kind, old.exclusive, types, size)
+
+    def plan_saved(self, request: Request, saved: SavedGrant) -> Plan:
+        """A plan that holds what ``saved`` describes (its memory zone aside: the caller
+        restores it); raises :class:`RestoreError` when that is no longer possible: the pool
+        is gone, or the CPUs are not free, no longer of the right kind, or the shared CPUs
+        cannot hold it."""
+        pool = self.tree.by_name(saved.pool)
+        if pool is None:
+            raise RestoreError(f"pool {saved.pool!r} no longer exists")
+        problem = self.cpus.problem(request, pool, saved.kind, saved.exclusive)
+        if problem is not None:
+            raise RestoreError(problem)
+        types = saved.memory_types or self.memory.types_of(request)
+        size = accounted_size(request)
+        return self._kept(request, pool, saved.kind, saved.exclusive, types, size)
+
+    def _kept(
+        self,
+        request: Request,
+        pool: Pool,
+        kind: CPUKind,
+        exclusive: CPUSet,
+        types: frozenset[MemoryType],
+        size: int,
+    ) -> Plan:
+        """A plan keeping ``kind`` and ``exclusive`` in ``pool`` (mixed if the request is)."""
+        cpu = request.cpu
+        kind = CPUKind.MIXED if cpu.kind is CPUKind.MIXED else kind
+        return Plan(
+            request,
+            pool,
+            kind,
+            exclusive,
+            cpu.shared if kind in (CPUKind.SHARED, CPUKind.MIXED) else 0,
+            cpu.shared if kind is CPUKind.RESERVED else 0,
+            self.memory.request_for(request, pool, types, size),
+            types,
+        )
+
+
+def _best_first(scores: Sequence[Score], prefer: Pool | None) -> Iterator[Score]:
+    """The viable scores to try, best first: the preferred pool, then by key (sorted only if
+    the best cannot be carved)."""
+    viable = [s for s in scores if s.viable]
+    if not viable:
+        return
+    first = None
+    if prefer is not None:
+        first = next((s for s in viable if s.pool is prefer), None)
+    if first is None:
+        first = min(viable, key=score_key)
+    yield first
+    viable.remove(first)
+    viable.sort(key=score_key)
+    yield from viable
+
+
+def _hint_fits(hint: TopologyHint, pool: Pool) -> bool:
+    return hint_score(hint, cpus=pool.cpus, nodes=pool.mems, sockets=pool.packages) >= 1.0
