@@ -10,27 +10,23 @@ Each operation runs with the pipeline lock held, in the reference's order:
 5. save the state once if anything persistent changed;
 6. handle policy events injected while the operation ran.
 
-A failing step rolls the cache back to where it was before step 1 and raises
-:class:`OperationFailedError`.
+Each operation is one :class:`~nrirp.domain.pipeline.unit_of_work.UnitOfWork`: a failing step
+rolls the cache back to where it was before step 1 and raises :class:`OperationFailedError`;
+committing logs the decisions, saves (:mod:`~nrirp.domain.pipeline.persistence`) and measures.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any, TypeVar
+from types import TracebackType
+from typing import Any
 
 import attrs
 
-from nrirp.domain.cache import (
-    Cache,
-    CacheError,
-    SnapshotError,
-    SnapshotSeries,
-    structure_snapshot,
-)
+from nrirp.domain.cache import Cache
 from nrirp.domain.config import PolicyConfig
 from nrirp.domain.control import (
     ControlContext,
@@ -44,7 +40,6 @@ from nrirp.domain.control import (
 from nrirp.domain.model import (
     Adjustment,
     Container,
-    ContainerChangeError,
     ContainerState,
     LinuxResources,
     Pod,
@@ -63,35 +58,30 @@ from nrirp.domain.pipeline.errors import (
     OperationFailedError,
     PipelineError,
     ReentrantCallError,
-    StateRestoreError,
 )
+from nrirp.domain.pipeline.persistence import StatePersistence
 from nrirp.domain.pipeline.results import CreateResult, ReconfigureOutcome, StartOutcome
+from nrirp.domain.pipeline.unit_of_work import UnitOfWork, failure_reason
 from nrirp.domain.policy import (
     UPDATES_FAILED,
     MetricSample,
     Policy,
     PolicyContext,
-    PolicyError,
     PolicyEvent,
     TopologyZone,
     UpdatesFailed,
 )
 from nrirp.domain.ports.clock import Clock, SystemClock
-from nrirp.domain.ports.decisions import Decision, DecisionLog, Notice, NullDecisionLog, Severity
+from nrirp.domain.ports.decisions import DecisionLog, Notice, NullDecisionLog, Severity
 from nrirp.domain.ports.host_control import HostControl
 from nrirp.domain.ports.metrics import Metrics
 from nrirp.domain.ports.runtime_updates import RuntimeUpdates
-from nrirp.domain.ports.state_store import StateStore, StateStoreError
+from nrirp.domain.ports.state_store import StateStore
 from nrirp.domain.ports.timers import Timers
 from nrirp.domain.ports.topology_hints import TopologyHintSource
 from nrirp.domain.topology import Machine
 
-T = TypeVar("T")
-
 MAX_EVENTS_PER_DRAIN = 10_000
-
-# failures whose message is meant for the operator (anything else is reported as a bug)
-_EXPECTED = (PolicyError, PipelineError, CacheError, ContainerChangeError, ValueError)
 
 
 class ResourceManager:
@@ -120,16 +110,9 @@ class ResourceManager:
     ) -> None:
         self._policy = policy
         self._machine = machine
-        self._store = store
         self._updates = updates
         self._clock: Clock = clock or SystemClock()
         self._log: DecisionLog = decisions or NullDecisionLog()
-        batch = getattr(self._log, "decision_batch", None)  # a sink may predate the method
-        self._log_decisions: Callable[[Sequence[Decision]], None] = (
-            batch if callable(batch) else self._log_one_by_one
-        )
-        self._metrics = metrics
-        self._codec: ConfigCodec = config_codec or DefaultConfigCodec()
         if controllers is None:
             default: list[Controller] = [RuntimeController()]
             if host is not None:
@@ -142,20 +125,30 @@ class ResourceManager:
         self._lock = threading.Lock()
         self._owner: int | None = None
         self._events: deque[PolicyEvent] = deque()
-        self._decisions: list[Decision] = []
-        self._decided: set[str] = set()
-        self._outbox: list[Update] = []
-        self._snapshots = SnapshotSeries()
-        self._config_dumped: tuple[PolicyConfig | None, dict[str, Any] | None] = (None, None)
-        self._operation = ""
         self._started = False
         self._reallocate_survivors = False
+        self._persistence = StatePersistence(
+            cache=self.cache,
+            policy=policy,
+            store=store,
+            codec=config_codec or DefaultConfigCodec(),
+            notify=self._notify,
+        )
+        self._work = UnitOfWork(
+            cache=self.cache,
+            clock=self._clock,
+            log=self._log,
+            metrics=metrics,
+            save=self._persistence.save,
+            submit=self._submit,
+            annotation_problems=lambda: self._ctx.take_annotation_problems(),
+        )
         self._ctx = PolicyContext(
             cache=self.cache,
             machine=machine,
             clock=self._clock,
             inject=self.inject_event,
-            decide=self._record_decision,
+            decide=self._work.record_decision,
             notify=self._notify,
             hints=hints,
             timers=timers,
@@ -185,71 +178,57 @@ class ResourceManager:
         with self._serialized("start"):
             if self._started:
                 raise PipelineError("resource manager already started")
-            checkpoint = self.cache.checkpoint()
+            saved = self._persistence.read()
+            if config is None:
+                config = saved.config
             try:
-                outcome, saved_config = self._restore()
-                if config is None:
-                    config = saved_config
-                started_at = self._clock.monotonic()
-                try:
+                with self._work.begin("start") as work:  # a refused start undoes the restore
+                    self._persistence.restore(saved)
                     self._policy.start(self._ctx, config)
                     self.cache.set_config(config)
-                    self._reallocate_survivors = outcome.policy_changed
-                    control = self._enforce("start")
-                except Exception as exc:
-                    self._reallocate_survivors = False
-                    self._abort("start", None, exc, started_at)
-                    raise OperationFailedError(
-                        "start", f"policy {self._policy.name}", _reason(exc)
-                    ) from exc
-            except BaseException:
-                self.cache.rollback(checkpoint)
-                raise
-            self.cache.release(checkpoint)
-            self._started = True
-            self._commit("start", started_at)
-            self._submit(control.updates)
+                    self._reallocate_survivors = saved.outcome.policy_changed
+                    work.send_after_commit(self._enforce("start").updates)
+                    self._started = True
+                    work.commit()
+            except OperationFailedError as failed:
+                self._reallocate_survivors = False
+                raise OperationFailedError(
+                    "start", f"policy {self._policy.name}", failed.reason
+                ) from failed.__cause__
             self._drain_events()
-            return outcome
+            return saved.outcome
 
     def synchronize(self, pods: Sequence[Pod], containers: Sequence[Container]) -> list[Update]:
         """Reconcile with everything the runtime runs: containers gone are released, new ones
         allocated, survivors keep their resources. Returns updates for existing containers."""
-
-        def body() -> tuple[Update, ...]:
-            return self._synchronize(pods, containers)
-
-        return list(self._run("synchronize", "pods and containers", body))
+        with self._operation("synchronize", "pods and containers") as work:
+            updates = self._synchronize(pods, containers)
+            work.commit()
+        return list(updates)
 
     def run_pod(self, pod: Pod) -> None:
         """A pod sandbox was started."""
-
-        def body() -> None:
+        with self._operation("run-pod", _pod_label(pod)) as work:
             admit_pod(self.cache, pod, self._clock.now())
-
-        self._run("run-pod", _pod_label(pod), body)
+            work.commit()
 
     def stop_pod(self, pod: Pod) -> None:
         """A pod sandbox stopped: its containers that still hold resources release them."""
-
-        def body() -> None:
+        with self._operation("stop-pod", _pod_label(pod)) as work:
             for ctr in self.cache.containers_of(pod.id):
                 self._stop(ctr)
-            self._submit_all(self._enforce("stop-pod").updates)
-
-        self._run("stop-pod", _pod_label(pod), body)
+            work.send_after_commit(self._enforce("stop-pod").updates)
+            work.commit()
 
     def remove_pod(self, pod: Pod) -> None:
         """A pod sandbox was removed: forget it and its containers."""
-
-        def body() -> None:
+        with self._operation("remove-pod", _pod_label(pod)) as work:
             for ctr in self.cache.containers_of(pod.id):
                 self._stop(ctr)
                 self.cache.remove_container(ctr.id)
             self.cache.remove_pod(pod.id)
-            self._submit_all(self._enforce("remove-pod").updates)
-
-        self._run("remove-pod", _pod_label(pod), body)
+            work.send_after_commit(self._enforce("remove-pod").updates)
+            work.commit()
 
     def create_container(self, pod: Pod, container: Container) -> CreateResult:
         """Allocate resources for a container being created.
@@ -257,8 +236,7 @@ class ResourceManager:
         Returns the adjustment for it and updates for other containers the policy changed.
         Raises :class:`OperationFailedError` (cache unchanged) when the policy refuses.
         """
-
-        def body() -> CreateResult:
+        with self._operation("create-container", _ctr_label(pod, container)) as work:
             self._ensure_pod(pod)
             existing = self.cache.container(container.id)
             if existing is not None and existing.state.holds_resources:
@@ -274,11 +252,10 @@ class ResourceManager:
             )
             self._policy.allocate(admitted)
             control = self._enforce("create-container", container.id, Hook.PRE_CREATE)
-            adjustment = control.adjustment or Adjustment(container.id)
-            others = tuple(u for u in control.updates if u.container_id != container.id)
-            return CreateResult(adjustment, others)
-
-        return self._run("create-container", _ctr_label(pod, container), body)
+            work.commit()
+        adjustment = control.adjustment or Adjustment(container.id)
+        others = tuple(u for u in control.updates if u.container_id != container.id)
+        return CreateResult(adjustment, others)
 
     def post_create(self, pod: Pod, container: Container) -> None:
         """The container was created."""
@@ -299,8 +276,7 @@ class ResourceManager:
 
         Returns updates, possibly including one for this container that amends the change.
         """
-
-        def body() -> tuple[Update, ...]:
+        with self._operation("update-container", _ctr_label(pod, container)) as work:
             current = self.cache.container(container.id)
             if current is None:
                 # never seen (missed while disconnected): allocate it like a synced newcomer
@@ -316,9 +292,9 @@ class ResourceManager:
             else:
                 resized = resize_container(self.cache, current, resources, self._memory_capacity)
                 self._policy.update(resized, resources)
-            return self._enforce("update-container").updates
-
-        return list(self._run("update-container", _ctr_label(pod, container), body))
+            updates = self._enforce("update-container").updates
+            work.commit()
+        return list(updates)
 
     def post_update(self, pod: Pod, container: Container) -> None:
         """The container's resources were changed."""
@@ -326,16 +302,14 @@ class ResourceManager:
 
     def stop_container(self, pod: Pod, container: Container) -> list[Update]:
         """The container stopped: release its resources; returns updates for others."""
-
-        def body() -> tuple[Update, ...]:
+        with self._operation("stop-container", _ctr_label(pod, container)) as work:
+            updates: Sequence[Update] = ()
             current = self.cache.container(container.id)
-            if current is None:
-                return ()
-            self._stop(current)
-            control = self._enforce("stop-container", container.id, Hook.POST_STOP)
-            return control.updates
-
-        return list(self._run("stop-container", _ctr_label(pod, container), body))
+            if current is not None:
+                self._stop(current)
+                updates = self._enforce("stop-container", container.id, Hook.POST_STOP).updates
+            work.commit()
+        return list(updates)
 
     def remove_container(self, pod: Pod, container: Container) -> None:
         """The container was removed: release it if still needed and forget it.
@@ -345,18 +319,15 @@ class ResourceManager:
         that survived its restart), and a later request for a container of the pod brings it
         back from the pod the request carries.
         """
-
-        def body() -> None:
+        with self._operation("remove-container", _ctr_label(pod, container)) as work:
             current = self.cache.container(container.id)
-            if current is None:
-                return
-            self._stop(current)
-            self.cache.remove_container(container.id)
-            if not self.cache.containers_of(current.pod_id):
-                self.cache.remove_pod(current.pod_id)
-            self._submit_all(self._enforce("remove-container").updates)
-
-        self._run("remove-container", _ctr_label(pod, container), body)
+            if current is not None:
+                self._stop(current)
+                self.cache.remove_container(container.id)
+                if not self.cache.containers_of(current.pod_id):
+                    self.cache.remove_pod(current.pod_id)
+                work.send_after_commit(self._enforce("remove-container").updates)
+            work.commit()
 
     def reconfigure(self, config: PolicyConfig) -> ReconfigureOutcome:
         """Switch the policy to ``config``; if it refuses, the old config stays and the outcome
@@ -369,23 +340,17 @@ class ResourceManager:
                     f"configuration is for policy {config.policy!r}, the active policy is "
                     f"{self._policy.name!r} (switching policies needs a restart)",
                 )
-            checkpoint = self.cache.checkpoint()
-            started_at = self._clock.monotonic()
             try:
-                self._policy.reconfigure(config)
-                self.cache.set_config(config)
-                control = self._enforce("reconfigure")
-            except BaseException as exc:
-                self.cache.rollback(checkpoint)
-                if not isinstance(exc, Exception):
-                    raise
-                self._abort("reconfigure", None, exc, started_at)
-                return ReconfigureOutcome(False, _reason(exc))
-            self.cache.release(checkpoint)
-            self._commit("reconfigure", started_at)
-            self._submit(control.updates)
+                with self._work.begin("reconfigure") as work:
+                    self._policy.reconfigure(config)
+                    self.cache.set_config(config)
+                    updates = self._enforce("reconfigure").updates
+                    work.send_after_commit(updates)
+                    work.commit()
+            except OperationFailedError as failed:
+                return ReconfigureOutcome(False, failed.reason)
             self._drain_events()
-            return ReconfigureOutcome(True, updates=len(control.updates))
+            return ReconfigureOutcome(True, updates=len(updates))
 
     # ================================================================== events
     def inject_event(self, event: PolicyEvent) -> None:
@@ -455,20 +420,16 @@ class ResourceManager:
         if container.state.holds_resources:
             stopped = container.with_state(ContainerState.STOPPED)
             self.cache.put_container(stopped)
-            checkpoint = self.cache.checkpoint()
             try:
-                self._policy.release(stopped)
-            except BaseException as exc:
-                self.cache.rollback(checkpoint)
-                if not isinstance(exc, Exception):
-                    raise
+                with self._work.savepoint():
+                    self._policy.release(stopped)
+            except Exception as exc:
                 self._notify(
-                    f"releasing container {stopped.name or stopped.id} failed: {_reason(exc)}",
+                    f"releasing container {stopped.name or stopped.id} failed: "
+                    f"{failure_reason(exc)}",
                     Severity.ERROR,
                     stopped.id,
                 )
-            else:
-                self.cache.release(checkpoint)
         elif container.state is not ContainerState.STOPPED:
             self.cache.put_container(container.with_state(ContainerState.STOPPED))
 
@@ -480,17 +441,16 @@ class ResourceManager:
         state: ContainerState | None,
         hook: Hook | None,
     ) -> None:
-        def body() -> None:
+        """A lifecycle event: note the process, move the state forward, run the hook."""
+        with self._operation(operation, _ctr_label(pod, container)) as work:
             current = self.cache.container(container.id)
-            if current is None:
-                return
-            current = note_process(current, container)
-            if state is not None and _moves_forward(current.state, state):
-                current = current.with_state(state)
-            self.cache.put_container(current)
-            self._submit_all(self._enforce(operation, container.id, hook).updates)
-
-        self._run(operation, _ctr_label(pod, container), body)
+            if current is not None:
+                current = note_process(current, container)
+                if state is not None and _moves_forward(current.state, state):
+                    current = current.with_state(state)
+                self.cache.put_container(current)
+                work.send_after_commit(self._enforce(operation, container.id, hook).updates)
+            work.commit()
 
     def _synchronize(
         self, pods: Sequence[Pod], containers: Sequence[Container]
@@ -548,22 +508,20 @@ class ResourceManager:
         self, operation: str, subject: str | None = None, hook: Hook | None = None
     ) -> ControlContext:
         pending = self.cache.pending_containers()
-        decided = self._decided
+        work = self._work
+        decided = work.decided
         for ctr in pending:
             changed = ctr.pending.resources
             if (changed.cpus is not None or changed.mems is not None) and ctr.id not in decided:
-                self._record_decision(ctr, operation, True)
+                work.record_decision(ctr, operation, True)
         ctx = ControlContext(operation, self.cache)
         enforce(self._controllers, ctx, subject, hook, pending)
         for notice in ctx.notices:
             self._log.notice(notice)
         return ctx
 
-    def _submit_all(self, updates: Sequence[Update]) -> None:
-        """Queue updates to send after the operation commits (requests that cannot carry them)."""
-        self._outbox.extend(updates)
-
     def _submit(self, updates: Sequence[Update]) -> None:
+        """Hand updates to the runtime (after the operation that made them committed)."""
         if not updates:
             return
         if self._updates is None:
@@ -576,54 +534,16 @@ class ResourceManager:
         self._updates.submit(list(updates))
 
     # ================================================================== internals: runs
-    def _run(self, operation: str, subject: str, body: Callable[[], T]) -> T:
-        with self._serialized(operation):
-            self._require_started()
-            result = self._transaction(operation, subject, body)
-            self._drain_events()
-            return result
+    def _operation(self, name: str, subject: str) -> _Operation:
+        """``with self._operation(name, subject) as work:`` one lifecycle operation."""
+        return _Operation(self, name, subject)
 
-    def _transaction(self, operation: str, subject: str, body: Callable[[], T]) -> T:
-        checkpoint = self.cache.checkpoint()
-        started_at = self._clock.monotonic()
-        self._operation = operation
-        self._outbox = []
-        try:
-            result = body()
-        except BaseException as exc:
-            self.cache.rollback(checkpoint)
-            self._outbox = []
-            if not isinstance(exc, Exception):
-                raise
-            self._abort(operation, subject, exc, started_at)
-            raise OperationFailedError(operation, subject, _reason(exc)) from exc
-        self.cache.release(checkpoint)
-        outbox, self._outbox = self._outbox, []
-        self._commit(operation, started_at)
-        self._submit(outbox)
-        return result
-
-    def _commit(self, operation: str, started_at: float) -> None:
-        if self._decisions:
-            decisions, self._decisions = self._decisions, []  # handed over: the log may keep it
-            self._log_decisions(decisions)
-        self._decided.clear()
-        for name, problem in self._ctx.take_annotation_problems():
-            self._log.notice(Notice("annotations", f"container {name}: {problem}"))
-        self._save()
-        if self._metrics is not None:
-            self._metrics.observe_operation(operation, self._clock.monotonic() - started_at, True)
-
-    def _abort(
-        self, operation: str, subject: str | None, exc: BaseException, started_at: float
-    ) -> None:
-        self._decisions.clear()
-        self._decided.clear()
-        self._ctx.take_annotation_problems()
-        what = f"{operation} {subject}" if subject else operation
-        self._log.notice(Notice(operation, f"{what} failed: {_reason(exc)}", Severity.ERROR))
-        if self._metrics is not None:
-            self._metrics.observe_operation(operation, self._clock.monotonic() - started_at, False)
+    def _handle_event(self, event: PolicyEvent) -> None:
+        operation = f"event {event.kind}"
+        with self._work.begin(operation, event.source or "policy") as work:
+            self._policy.handle_event(event)
+            work.send_after_commit(self._enforce(operation).updates)
+            work.commit()
 
     def _drain_events(self) -> None:
         handled = 0
@@ -638,131 +558,38 @@ class ResourceManager:
                 return
             event = self._events.popleft()
             handled += 1
+            with suppress(OperationFailedError):  # reported by the unit; fails no request
+                self._handle_event(event)
 
-            def body(event: PolicyEvent = event) -> None:
-                self._policy.handle_event(event)
-                self._submit_all(self._enforce(f"event {event.kind}").updates)
-
-            # a failed event is reported by _abort and fails no request
-            with suppress(OperationFailedError):
-                self._transaction(f"event {event.kind}", event.source or "policy", body)
-
-    @contextmanager
-    def _serialized(self, operation: str) -> Iterator[None]:
+    def _acquire(self, operation: str) -> None:
         me = threading.get_ident()
         if self._owner == me:
             raise ReentrantCallError(
                 f"{operation} called from inside a running pipeline operation; "
                 "policies must use inject_event"
             )
-        with self._lock:
-            self._owner = me
-            self._operation = operation
-            try:
-                yield
-            finally:
-                self._owner = None
+        self._lock.acquire()
+        self._owner = me
+
+    def _release(self) -> None:
+        self._owner = None
+        self._lock.release()
+
+    @contextmanager
+    def _serialized(self, operation: str) -> Iterator[None]:
+        self._acquire(operation)
+        try:
+            yield
+        finally:
+            self._release()
 
     def _require_started(self) -> None:
         if not self._started:
             raise NotStartedError("resource manager not started")
 
-    # ================================================================== internals: state
-    def _restore(self) -> tuple[StartOutcome, PolicyConfig | None]:
-        if self._store is None:
-            return StartOutcome(restored=False), None
-        try:
-            data = self._store.load()
-        except StateStoreError as exc:
-            raise StateRestoreError(f"cannot read saved state: {exc}") from exc
-        if data is None:
-            return StartOutcome(restored=False), None
-        try:
-            snapshot = structure_snapshot(data)
-        except SnapshotError as exc:
-            raise StateRestoreError(f"refusing saved state: {exc}") from exc
-        policy_changed = snapshot.policy != self._policy.name
-        policy_data = {} if policy_changed else snapshot.policy_data
-        if policy_changed:
-            self._notify(
-                f"saved state was written by policy {snapshot.policy!r}; its policy data is "
-                f"dropped and containers are allocated anew by {self._policy.name!r}",
-                Severity.WARNING,
-                None,
-            )
-        self.cache.replace_all(snapshot.pods, snapshot.containers, policy_data)
-        config = None
-        if snapshot.config is not None and not policy_changed:
-            try:
-                config = self._codec.load(snapshot.policy, snapshot.config)
-            except Exception as exc:
-                self._notify(f"saved configuration ignored: {exc}", Severity.WARNING, None)
-        return (
-            StartOutcome(
-                restored=True,
-                pods=len(snapshot.pods),
-                containers=len(snapshot.containers),
-                policy_changed=policy_changed,
-            ),
-            config,
-        )
-
     def _save(self) -> None:
-        exported = self._policy.export_state()
-        self.cache.set_policy_data(self._policy.name, exported)
-        if self._store is None:
-            self.cache.forget_changes()
-            return
-        if not self.cache.dirty:
-            return
-        # made from the changes since the last save, listed and unstructured when the store
-        # reads it (its writer thread, a flush), not here
-        snapshot = self._snapshots.save(
-            self.cache.take_changes(),
-            policy=self._policy.name,
-            policy_data=self.cache.policy_data_view(),
-            config=self._config_document(self.cache.config),
-        )
-        try:
-            self._store.save(snapshot)
-        except StateStoreError as exc:
-            self._notify(f"state not saved (will retry): {exc}", Severity.ERROR, None)
-            return
-        self.cache.mark_clean()
-
-    def _config_document(self, config: PolicyConfig | None) -> dict[str, Any] | None:
-        """The document form of ``config``, dumped once per configuration (configs are
-        immutable; snapshots share the document and nothing modifies it)."""
-        if config is None:
-            return None
-        dumped_from, document = self._config_dumped
-        if config is not dumped_from:
-            document = dict(self._codec.dump(config))
-            self._config_dumped = (config, document)
-        return document
-
-    # ================================================================== internals: records
-    def _record_decision(self, container: Container, reason: str, ok: bool) -> None:
-        pod = self.cache.pod(container.pod_id)
-        resources = container.resources
-        self._decided.add(container.id)
-        self._decisions.append(
-            Decision(  # positional: one per moved container, and keywords cost a third more
-                self._operation,
-                container.id,
-                container.name,
-                pod.name if pod else "",
-                pod.namespace if pod else "",
-                resources.cpus,
-                resources.mems,
-                reason,
-                ok,
-            )
-        )
-
-    def _log_one_by_one(self, decisions: Sequence[Decision]) -> None:
-        for decision in decisions:
-            self._log.decision(decision)
+        """Save now, as a commit does (for tests that edit the cache behind the policy)."""
+        self._persistence.save()
 
     def _notify(self, message: str, severity: Severity, container_id: str | None) -> None:
         self._log.notice(Notice("policy", message, severity, container_id))
@@ -779,14 +606,6 @@ def _moves_forward(current: ContainerState, target: ContainerState) -> bool:
     return _LIFECYCLE_ORDER.index(target) > _LIFECYCLE_ORDER.index(current)
 
 
-def _reason(exc: BaseException) -> str:
-    """The policy's own message for expected failures; the exception type for bugs."""
-    text = str(exc)
-    if text and isinstance(exc, _EXPECTED):
-        return text
-    return f"internal error: {type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def _pod_label(pod: Pod) -> str:
     return f"pod {pod.namespace}/{pod.name}" if pod.name else f"pod {pod.id}"
 
@@ -795,3 +614,39 @@ def _ctr_label(pod: Pod, container: Container) -> str:
     if pod.name and container.name:
         return f"container {pod.namespace}/{pod.name}/{container.name}"
     return f"container {container.id}"
+
+
+class _Operation:
+    """A lifecycle operation: serialized, refused before start, one unit of work; the events
+    the policy injected meanwhile are handled once it committed."""
+
+    __slots__ = ("_manager", "_name", "_subject")
+
+    def __init__(self, manager: ResourceManager, name: str, subject: str) -> None:
+        self._manager = manager
+        self._name = name
+        self._subject = subject
+
+    def __enter__(self) -> UnitOfWork:
+        manager = self._manager
+        manager._acquire(self._name)
+        try:
+            manager._require_started()
+            return manager._work.begin(self._name, self._subject)
+        except BaseException:
+            manager._release()
+            raise
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        manager = self._manager
+        try:
+            manager._work.end(exc)  # rolls back and raises OperationFailedError unless committed
+            if exc is None:
+                manager._drain_events()
+        finally:
+            manager._release()

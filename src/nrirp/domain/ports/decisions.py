@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import attrs
@@ -49,8 +49,9 @@ class DecisionLog(Protocol):
     through :meth:`decision_batch`: an operation can decide for hundreds of containers (an
     exclusive container moves every shared container of its pool), and a sink can record them
     together for much less than one at a time. Implementations that subclass this protocol get
-    a :meth:`decision_batch` that calls :meth:`decision` for each; the resource manager does
-    the same for a sink without the method.
+    a :meth:`decision_batch` that calls :meth:`decision` for each; a sink written before the
+    method existed (only :meth:`decision` and :meth:`notice`) is still accepted: see
+    :func:`batch_writer`.
     """
 
     def decision(self, decision: Decision) -> None: ...
@@ -74,3 +75,19 @@ class NullDecisionLog(DecisionLog):
 
     def notice(self, notice: Notice) -> None:
         pass
+
+
+def batch_writer(log: DecisionLog) -> Callable[[Sequence[Decision]], None]:
+    """How to hand ``log`` the decisions of an operation: its :meth:`~DecisionLog.decision_batch`,
+    or one :meth:`~DecisionLog.decision` call per decision for a sink that predates the method
+    (checked once, when the resource manager is built)."""
+    batch = getattr(log, "decision_batch", None)
+    if callable(batch):
+        return batch  # type: ignore[no-any-return]
+    decision = log.decision
+
+    def one_by_one(decisions: Sequence[Decision]) -> None:
+        for each in decisions:
+            decision(each)
+
+    return one_by_one
