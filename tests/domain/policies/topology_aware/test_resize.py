@@ -3,13 +3,15 @@ nothing."""
 
 from __future__ import annotations
 
+import contextlib
+
 import attrs
 import pytest
 
 from nrirp.domain.model import ContainerState, LinuxResources
 from nrirp.domain.pipeline import OperationFailedError
 
-from .support import GiB, make_container, make_pod, make_rig, tiny_machine
+from .support import GiB, Rig, make_container, make_pod, make_rig, tiny_machine
 
 AFFINITY_TO_A = "b: [a]"
 
@@ -63,3 +65,46 @@ def test_resize_that_changes_the_cpu_count_reallocates_in_the_old_pool() -> None
     assert len(rig.cpus(c)) == 3 and rig.kind(c) == "exclusive"
     assert rig.alloc.supply.sharable[0].isdisjoint(rig.cpus(c))
     assert old != rig.cpus(c) or len(old) == 3
+
+
+def _engine_state(rig: Rig) -> tuple[object, ...]:
+    """Everything the engine accounts, as plain values."""
+    alloc = rig.alloc
+    supply = alloc.supply
+    return (
+        list(supply.sharable),
+        list(supply.isolated),
+        list(supply.shared_granted),
+        list(supply.count),
+        {pid: dict(m) for pid, m in enumerate(supply.members)},
+        dict(alloc.memory.zones()),
+        dict(alloc.grants),
+        {k: dict(v) for k, v in alloc.colocated.items()},
+        dict(alloc.cold_starts),
+        alloc.memory_granted,
+        list(alloc.memory_view.pool_touch),
+    )
+
+
+@pytest.mark.parametrize("fails", [True, False], ids=["block raises", "block commits nothing"])
+def test_resizing_puts_the_old_grant_back_unless_a_new_one_is_committed(fails: bool) -> None:
+    rig = make_rig("box-16")
+    _, a, _ = rig.run("a", "Guaranteed", cpu=2000, memory=3 * GiB)
+    _, b, _ = rig.run("b", cpu=300, memory=GiB)
+    before = _engine_state(rig)
+    grant = rig.alloc.grants[a.id]
+    with contextlib.ExitStack() as stack:
+        if fails:
+            stack.enter_context(pytest.raises(RuntimeError))
+        with rig.alloc.resizing(a.id) as old:
+            assert old is grant
+            assert a.id not in rig.alloc.grants, "out of the accounting meanwhile"
+            assert rig.alloc.memory.zone_of(a.id) == grant.memory, "its memory stays placed"
+            if fails:
+                raise RuntimeError("planning failed")
+    assert _engine_state(rig) == before
+    assert rig.alloc.grants[a.id] is grant
+    with rig.alloc.resizing("no-such-container") as none:
+        assert none is None
+    assert _engine_state(rig) == before
+    assert b.id in rig.alloc.grants

@@ -4,12 +4,13 @@ built from the machine, with the planner (``planner.py``) and the ledger of gran
 (``cpu_picker.py``). No cache: the policy pushes :meth:`Allocations.flush` into it.
 
 A plan changes nothing; a commit or restore that raises leaves the engine as it was, and so
-does a resize that fails (:meth:`Allocations.detach` then :meth:`Allocations.reattach`).
+does a resize that commits no new grant (:meth:`Allocations.resizing`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 from nrirp.domain.config.topology_aware import TopologyAwarePolicySpec
 from nrirp.domain.cpuallocator import CPUAllocator
@@ -93,7 +94,7 @@ class Allocations:
         return self.planner.plan(request, hints=hints, weighted=weighted, prefer=prefer)
 
     def plan_keeping(self, request: Request, old: Grant) -> Plan | None:
-        """A plan keeping the pool and CPUs of ``old`` (detached: :meth:`detach`), or ``None``."""
+        """A plan keeping the pool and CPUs of ``old`` (given by :meth:`resizing`), or ``None``."""
         return self.planner.plan_keeping(request, old)
 
     def commit(self, plan: Plan, *, cold_start_until: float | None = None) -> Grant:
@@ -109,13 +110,11 @@ class Allocations:
         plan = self.planner.plan_saved(request, saved)
         return self.ledger.restore(plan, saved.memory, cold_start_until=cold_start_until)
 
-    def detach(self, container_id: str) -> Grant | None:
-        """Take a grant out of the accounting for a resize (:meth:`Ledger.detach`)."""
-        return self.ledger.detach(container_id)
-
-    def reattach(self, grant: Grant) -> None:
-        """Undo :meth:`detach` (the resize failed)."""
-        self.ledger.reattach(grant)
+    def resizing(self, container_id: str) -> AbstractContextManager[Grant | None]:
+        """``with alloc.resizing(cid) as old:`` plan and commit the container's new grant;
+        ``old`` is its current grant (``None``: it has none), put back unless a new one is
+        committed (see :meth:`Ledger.resizing`)."""
+        return self.ledger.resizing(container_id)
 
     def release(self, container_id: str) -> Grant | None:
         """Drop the container's grant."""

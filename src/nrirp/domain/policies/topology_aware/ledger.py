@@ -3,14 +3,15 @@ which containers' cpus and mems may have changed since the last :meth:`Ledger.fl
 
 Committing a plan, restoring a saved grant and releasing one keep the supply, the memory
 allocator, the pools' memory usage and the colocation counts in step with ``grants``. A commit
-or restore that raises changes nothing; so does a resize that fails (:meth:`Ledger.detach`
-then :meth:`Ledger.reattach`). Containers moved as a side effect (their pool's shared set or their
+or restore that raises changes nothing; so does a resize whose new grant is not committed
+(:meth:`Ledger.resizing`). Containers moved as a side effect (their pool's shared set or their
 memory zone changed) are reported at the next flush with the reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 import attrs
 
@@ -121,22 +122,23 @@ class Ledger:
             self._moved(self.memory.release(container_id), f"{grant.label} left")
         return grant
 
-    def detach(self, container_id: str) -> Grant | None:
-        """Take a grant out of the accounting for a resize, leaving its memory placed in the
-        allocator: :meth:`commit` of the new plan replaces it, :meth:`reattach` puts it back
-        exactly as it was."""
-        grant = self.grants.get(container_id)
-        if grant is None:
-            return None
-        self._unaccount(grant)
-        if grant.memory is not None:
-            self._detached[container_id] = grant
-        return grant
-
-    def reattach(self, grant: Grant) -> None:
-        """Undo :meth:`detach` (the resize failed)."""
-        self._detached.pop(grant.container_id, None)
-        self._account(grant)
+    @contextmanager
+    def resizing(self, container_id: str) -> Iterator[Grant | None]:
+        """Give the container's current grant (``None``: it has none) to a block that plans
+        and commits its new one. Meanwhile the grant is out of the accounting, its memory
+        still placed (a commit re-places it); unless the block commits a new grant, the old
+        one is put back exactly as it was, whether the block raised or not."""
+        old = self.grants.get(container_id)
+        if old is None:
+            yield None
+            return
+        self._unaccount(old)
+        self._detached[container_id] = old
+        try:
+            yield old
+        finally:
+            if self._detached.pop(container_id, None) is not None:
+                self._account(old)
 
     def end_cold_start(self, container_id: str) -> bool:
         """End the container's cold start (its mems widen to its whole zone)."""

@@ -249,14 +249,9 @@ class TopologyAwarePolicy:
         self._apply()
 
     def allocate(self, container: Container) -> None:
-        alloc = self.allocations
-        stale = alloc.detach(container.id)
-        try:
+        # a container created again replaces its grant; if it cannot, it keeps the old one
+        with self.allocations.resizing(container.id):
             self._admit(container, initial=True)
-        except Exception:
-            if stale is not None and container.id not in alloc.grants:
-                alloc.reattach(stale)
-            raise
         self._apply()
 
     def release(self, container: Container) -> None:
@@ -264,18 +259,8 @@ class TopologyAwarePolicy:
         self._apply()
 
     def update(self, container: Container, resources: LinuxResources) -> None:
-        alloc = self.allocations
-        old = alloc.detach(container.id)
-        if old is None:
-            self._admit(container, initial=False)
-            self._apply()
-            return
-        try:
+        with self.allocations.resizing(container.id) as old:
             self._admit(container, initial=False, previous=old)
-        except Exception:
-            if container.id not in alloc.grants:
-                alloc.reattach(old)
-            raise
         self._apply()
 
     def _label(self, container: Container) -> str:
@@ -346,8 +331,9 @@ class TopologyAwarePolicy:
         initial: bool,
         previous: Grant | None = None,
     ) -> Grant:
-        """Plan and commit a grant; ``previous``: the detached grant of a resize (its pool and
-        CPUs are kept when the new request still fits them, else its pool is preferred)."""
+        """Plan and commit a grant; ``previous``: the old grant of a resize, out of the
+        accounting (:meth:`Allocations.resizing`): its pool and CPUs are kept when the new
+        request still fits them, else its pool is preferred."""
         alloc = self.allocations
         pod = self.ctx.cache.pod(container.pod_id)
         request, classes = self._request(pod, container)
