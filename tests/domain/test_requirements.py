@@ -23,7 +23,7 @@ def kubelet_shares(millis: int) -> int:
     if millis == 0:
         return 2
     shares = millis * 1024 // 1000
-    return 2 if shares < 2 else shares
+    return 2 if shares < 2 else min(shares, 262144)  # MinShares, MaxShares
 
 
 def kubelet_burstable_oom_score_adj(request: int, capacity: int) -> int:
@@ -39,8 +39,9 @@ def kubelet_burstable_oom_score_adj(request: int, capacity: int) -> int:
 def test_shares_inverse_of_kubelet(millis: int) -> None:
     shares = kubelet_shares(millis)
     assert shares_from_millis(millis) == shares
-    # kubelet maps 0m..2m to the minimum 2 shares: those read back as "nothing requested"
-    assert millis_from_shares(shares) == (millis if millis > 2 else 0)
+    # kubelet maps 0m..2m to the minimum 2 shares: those read back as "nothing requested";
+    # above 256 CPUs the shares stop at their maximum, which reads back as 256 CPUs
+    assert millis_from_shares(shares) == (min(millis, 256_000) if millis > 2 else 0)
 
 
 def test_shares_examples() -> None:

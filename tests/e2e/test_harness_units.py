@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nrirp.domain.model.kubelet import oom_score_adj
 from nrirp.simruntime import kubelet as sim_kubelet
 
 from .harness.cgroups import (
@@ -45,7 +46,7 @@ from .harness.resources import QOSClass, Resources, linux_resources
 GiB = 2**30
 
 # --- CRI resource numbers ------------------------------------------------------------------
-# The kubelet arithmetic is nrirp's simruntime.kubelet (tested in test_kubelet.py); here: that
+# The kubelet arithmetic is nrirp.domain.model.kubelet (tests/domain/test_kubelet.py); here: that
 # the harness packs it into CRI exactly as the simulated runtime packs it into NRI.
 
 resources_strategy = st.builds(
@@ -70,7 +71,7 @@ def test_cri_numbers_are_what_the_simulated_runtime_delivers_through_nri(
         nri.memory.limit.value if nri.memory.HasField("limit") else 0
     )
     assert (cri.cpuset_cpus, cri.cpuset_mems) == (nri.cpu.cpus, nri.cpu.mems)
-    assert cri.oom_score_adj == sim_kubelet.oom_score_adj(qos, res.memory_request, 8 * GiB)
+    assert cri.oom_score_adj == oom_score_adj(qos, res.memory_request, 8 * GiB)
 
 
 def test_cri_numbers_of_a_burstable_container() -> None:

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nrirp.domain.model.kubelet import InvalidSpec
 from nrirp.simruntime import (
     CgroupDriver,
     ContainerSpec,
@@ -189,17 +190,17 @@ def test_the_runtime_must_be_started() -> None:
 
 
 def test_bad_specs_are_refused_before_anything_happens() -> None:
-    with pytest.raises(InvalidRequest, match="duplicate container name 'a'"):
+    with pytest.raises(InvalidSpec, match="duplicate container name 'a'"):
         PodSpec("p", containers=[ContainerSpec("a"), ContainerSpec("a")])
-    with pytest.raises(InvalidRequest, match="invalid name ''"):
+    with pytest.raises(InvalidSpec, match="invalid name ''"):
         ContainerSpec("")
     with pytest.raises(InvalidRequest, match="invalid NRI version 'seven'"):
         SimRuntime(nri_version="seven")
     with pytest.raises(InvalidRequest, match="request_timeout must be positive"):
         SimRuntime(request_timeout=0)
-    with pytest.raises(InvalidRequest, match="resources must be Resources"):
+    with pytest.raises(InvalidSpec, match="resources must be Resources"):
         ContainerSpec("c", resources={"cpu": "1"})  # type: ignore[arg-type]
-    with pytest.raises(InvalidRequest, match="cpuset_cpus '0-x'"):
+    with pytest.raises(InvalidSpec, match="cpuset_cpus '0-x'"):
         ContainerSpec("c", cpuset_cpus="0-x")
 
 

@@ -12,15 +12,16 @@ Public API:
 
 - :class:`SimRuntime` with :class:`RuntimeOptions`; statuses :class:`PodSandboxStatus`,
   :class:`ContainerStatus` (with :class:`EffectiveResources`), :class:`PluginInfo`.
-- Specs: :class:`PodSpec`, :class:`ContainerSpec` (with :class:`DeviceSpec` and
-  :class:`MountSpec`), :class:`Resources` (Kubernetes requests and limits) and the kubelet
-  helpers in :mod:`.kubelet`.
+- Specs, from the domain (:mod:`nrirp.domain.model.pod_spec`): :class:`PodSpec`,
+  :class:`ContainerSpec` (with :class:`DeviceSpec` and :class:`MountSpec`), :class:`Resources`
+  (Kubernetes requests and limits); kubelet's arithmetic is :mod:`nrirp.domain.model.kubelet`.
 - Observability: :class:`Journal` (``runtime.journal``) with :class:`PluginCall`,
   :class:`PluginEvent`, :class:`OperationRecord`.
 - Errors: :class:`SimRuntimeError` and subclasses.
 """
 
-from nrirp.domain.model.qos import QOSClass
+from nrirp.domain.model.kubelet import CgroupDriver, QOSClass, Resources
+from nrirp.domain.model.pod_spec import ContainerSpec, DeviceSpec, MountSpec, PodSpec
 from nrirp.simruntime.emulation import CONTAINERD_1_7_24, HEAD, NriVersion
 from nrirp.simruntime.errors import (
     AdjustmentConflict,
@@ -43,7 +44,6 @@ from nrirp.simruntime.journal import (
     PluginEvent,
     PluginEventKind,
 )
-from nrirp.simruntime.kubelet import CgroupDriver, Resources
 from nrirp.simruntime.model import (
     ContainerState,
     ContainerStatus,
@@ -55,7 +55,6 @@ from nrirp.simruntime.options import RuntimeOptions
 from nrirp.simruntime.plugin import PluginInfo, PluginKind, PluginState
 from nrirp.simruntime.resources import EffectiveResources
 from nrirp.simruntime.runtime import SimRuntime
-from nrirp.simruntime.specs import ContainerSpec, DeviceSpec, MountSpec, PodSpec
 
 __all__ = [
     "CONTAINERD_1_7_24",

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.domain.model.qos import QOSClass
+from nrirp.domain.model.kubelet import QOSClass
+from nrirp.domain.model.pod_spec import ContainerSpec, PodSpec
 from nrirp.simruntime.errors import InvalidState, NotFound
 from nrirp.simruntime.resources import (
     EffectiveResources,
@@ -16,7 +17,6 @@ from nrirp.simruntime.resources import (
     apply_update,
     check_resources,
 )
-from nrirp.simruntime.specs import ContainerSpec, PodSpec
 
 
 class PodState(enum.Enum):

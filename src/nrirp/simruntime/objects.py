@@ -13,18 +13,18 @@ from collections.abc import Mapping
 import attrs
 
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.domain.model.qos import QOSClass
-from nrirp.simruntime.emulation import NriVersion
-from nrirp.simruntime.kubelet import (
+from nrirp.domain.model.kubelet import (
     CgroupDriver,
+    QOSClass,
     Resources,
     cgroups_path,
-    linux_resources,
     oom_score_adj,
     pod_cgroup_parent,
     pod_totals,
 )
-from nrirp.simruntime.specs import ContainerSpec, PodSpec
+from nrirp.domain.model.pod_spec import ContainerSpec, PodSpec
+from nrirp.simruntime.emulation import NriVersion
+from nrirp.simruntime.kubelet import linux_resources
 
 SANDBOX_CPU_SHARES = 2
 """containerd gives the pause container the minimum CPU shares."""

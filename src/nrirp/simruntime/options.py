@@ -9,9 +9,9 @@ from collections.abc import Callable
 import attrs
 
 from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.model.kubelet import CgroupDriver
 from nrirp.simruntime.emulation import HEAD, NriVersion
 from nrirp.simruntime.errors import InvalidRequest
-from nrirp.simruntime.kubelet import CgroupDriver
 from nrirp.simruntime.objects import NodeSettings, ObjectStyle
 from nrirp.simruntime.resources import HostLimits
 

@@ -23,6 +23,8 @@ from typing import Any
 import attrs
 
 from nrirp.adapters.nri.gen import api_pb2
+from nrirp.domain.model.kubelet import InvalidSpec, Resources
+from nrirp.domain.model.pod_spec import ContainerSpec, PodSpec
 from nrirp.simruntime.connections import PluginManager
 from nrirp.simruntime.dispatch import Dispatcher
 from nrirp.simruntime.errors import (
@@ -34,7 +36,7 @@ from nrirp.simruntime.errors import (
     Unsupported,
 )
 from nrirp.simruntime.journal import Journal, PluginEventKind
-from nrirp.simruntime.kubelet import Resources, linux_resources
+from nrirp.simruntime.kubelet import linux_resources
 from nrirp.simruntime.model import (
     UPDATABLE,
     ContainerRecord,
@@ -55,7 +57,6 @@ from nrirp.simruntime.objects import (
 from nrirp.simruntime.options import RuntimeOptions
 from nrirp.simruntime.plugin import PluginInfo, PluginState
 from nrirp.simruntime.resources import check_resources, kubelet_update
-from nrirp.simruntime.specs import ContainerSpec, PodSpec
 
 log = logging.getLogger("nrirp.nri.simruntime")
 
@@ -390,7 +391,10 @@ class SimRuntime:
             spec = container
         else:
             known = [c for c in pod.spec.containers if c.name == container]
-            spec = known[0] if known else ContainerSpec(container)
+            try:
+                spec = known[0] if known else ContainerSpec(container)
+            except InvalidSpec as exc:
+                raise InvalidRequest(str(exc)) from None
         try:
             return attrs.evolve(spec, **changes) if changes else spec
         except (TypeError, ValueError) as exc:

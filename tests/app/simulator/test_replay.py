@@ -22,8 +22,8 @@ from nrirp.app.simulator import (
     replay_result,
 )
 from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.model.kubelet import shares_from_millis
 from nrirp.domain.ports.decisions import NullDecisionLog
-from nrirp.simruntime.kubelet import milli_cpu_to_shares
 from tests.app.simulator.policies import MODULE as TEST_POLICIES
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
@@ -90,7 +90,7 @@ def test_template_changes_nothing_and_the_runtime_holds_what_kubelet_asked() -> 
     capacity = sum(n.memory_bytes for n in expected_machine(load_machine("box-16")).nodes.values())
     assert app.oom_score_adj == 1000 - 1000 * (128 << 20) // capacity
     assert (pinned.cpus, pinned.mems) == (CPUSet.of(2, 3), CPUSet.of(1))  # the CPU manager's
-    assert pinned.cpu_shares == milli_cpu_to_shares(2000) and pinned.memory_limit == 1 << 30
+    assert pinned.cpu_shares == shares_from_millis(2000) and pinned.memory_limit == 1 << 30
     assert all(c.change is Change.NEW and c.matches_decision for c in create.containers)
     resized = by_name(update)["prod/web/app"]
     assert (resized.cpu_shares, resized.cpu_quota, resized.memory_limit) == (

@@ -7,11 +7,16 @@ import pytest
 
 from nrirp.app.simulator import WorkloadError, parse_workload
 from nrirp.app.simulator.workload import CreatePod
-from nrirp.domain.model.qos import QOSClass
-from nrirp.simruntime import ContainerSpec, DeviceSpec, InvalidRequest, MountSpec
+from nrirp.domain.model.kubelet import InvalidSpec, QOSClass
+from nrirp.domain.model.pod_spec import (
+    DEFAULT_VOLUME_OPTIONS,
+    ContainerSpec,
+    DeviceSpec,
+    MountSpec,
+    PodSpec,
+)
 from nrirp.simruntime.emulation import HEAD
 from nrirp.simruntime.objects import NodeSettings, build_container, build_pod_sandbox
-from nrirp.simruntime.specs import DEFAULT_VOLUME_OPTIONS, PodSpec
 
 WORKLOAD = """
 steps:
@@ -84,15 +89,15 @@ def test_device_and_mount_errors_name_the_path(container: str, expected: str) ->
 
 
 def test_specs_refuse_bad_values() -> None:
-    with pytest.raises(InvalidRequest, match="device type 'x'"):
+    with pytest.raises(InvalidSpec, match="device type 'x'"):
         DeviceSpec("/dev/a", "x")
-    with pytest.raises(InvalidRequest, match="device major -1"):
+    with pytest.raises(InvalidSpec, match="device major -1"):
         DeviceSpec("/dev/a", "c", -1)
-    with pytest.raises(InvalidRequest, match="source 'rel': must be an absolute path"):
+    with pytest.raises(InvalidSpec, match="source 'rel': must be an absolute path"):
         MountSpec("/d", "rel")
-    with pytest.raises(InvalidRequest, match="two mounts at '/d'"):
+    with pytest.raises(InvalidSpec, match="two mounts at '/d'"):
         ContainerSpec("a", mounts=[MountSpec("/d", "/a"), MountSpec("/d", "/b")])
-    with pytest.raises(InvalidRequest, match="devices must be DeviceSpec"):
+    with pytest.raises(InvalidSpec, match="devices must be DeviceSpec"):
         ContainerSpec("a", devices=["/dev/a"])  # type: ignore[list-item]
 
 

@@ -55,18 +55,17 @@ from nrirp.domain.model import (
     QOSClass,
     Update,
 )
-from nrirp.domain.pipeline import OperationFailedError, ResourceManager
-from nrirp.domain.policies import builtin_registry
-from nrirp.domain.topology import Machine, MemoryType
-from nrirp.domain.topology.hints import TopologyHint
-from nrirp.simruntime.kubelet import (
+from nrirp.domain.model.kubelet import (
     Resources,
-    milli_cpu_to_quota,
-    milli_cpu_to_shares,
+    container_resources,
     oom_score_adj,
     pod_cgroup_parent,
     pod_qos,
 )
+from nrirp.domain.pipeline import OperationFailedError, ResourceManager
+from nrirp.domain.policies import builtin_registry
+from nrirp.domain.topology import Machine, MemoryType
+from nrirp.domain.topology.hints import TopologyHint
 
 POLICY = "topology-aware"
 DOMAIN = "resource-policy.nri.io"
@@ -75,7 +74,6 @@ TAG_EXCLUSIVE = "topology-aware.exclusive"
 TAG_POOL = "topology-aware.pool"
 TAG_MEMORY = "topology-aware.memory"
 MiB = 1 << 20
-PERIOD = 100_000
 
 
 # ====================================================================== machines
@@ -228,13 +226,7 @@ class PodSpec:
 
 def linux_resources(res: Resources) -> LinuxResources:
     """What containerd hands the plugin for kubelet's settings (as the simulated runtime)."""
-    quota = milli_cpu_to_quota(res.cpu_limit or 0)
-    return LinuxResources(
-        cpu_shares=milli_cpu_to_shares(res.cpu_request or 0),
-        cpu_quota=quota or None,
-        cpu_period=PERIOD,
-        memory_limit=res.memory_limit or None,
-    )
+    return container_resources(res)
 
 
 def machine_name(m: Machine) -> str:

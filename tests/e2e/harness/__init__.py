@@ -26,7 +26,7 @@ from .image import IMAGE_REF, ImageArchive, build_oci_archive
 from .kubelet import ContainerSpec, CriError, ExecResult, Kubelet, Pod, PodSpec
 from .packages import CONTAINERD_VERSION, HarnessSetupError, RuntimeBinaries, fetch_runtime_binaries
 from .plugins import PluginProcess, PluginProcessError
-from .resources import QOSClass, Resources, milli_cpu_to_quota, milli_cpu_to_shares
+from .resources import QOSClass, Resources, quota_from_millis, shares_from_millis
 
 __all__ = [
     "CONTAINERD_VERSION",
@@ -57,7 +57,7 @@ __all__ = [
     "compile_cri_api",
     "fetch_runtime_binaries",
     "load_cri_api",
-    "milli_cpu_to_quota",
-    "milli_cpu_to_shares",
+    "quota_from_millis",
+    "shares_from_millis",
     "shares_to_weight",
 ]

@@ -2,7 +2,7 @@
 
 The Kubernetes arithmetic itself (quantities and defaulting, ``GetPodQOS``, ``MilliCPUToShares``,
 ``milliCPUToQuota``, ``GetContainerOOMScoreAdjust``, pod totals, the cgroupfs pod cgroup) is not
-repeated here: it is :mod:`nrirp.simruntime.kubelet`, the one the simulated runtime
+repeated here: it is :mod:`nrirp.domain.model.kubelet`, the one the simulated runtime
 uses, checked against kubelet's numbers in ``tests/domain/test_kubelet.py``. So
 what the e2e tests send to the real containerd is exactly what the simulated runtime assumes a
 kubelet sends. This module only packs those numbers the way CRI carries them.
@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import attrs
 
-from nrirp.domain.model.qos import QOSClass
-from nrirp.domain.model.shares import DEFAULT_CFS_PERIOD_US
-from nrirp.simruntime.kubelet import (
+from nrirp.domain.model.kubelet import (
+    DEFAULT_CFS_PERIOD_US,
+    QOSClass,
     Resources,
-    milli_cpu_to_quota,
-    milli_cpu_to_shares,
     oom_score_adj,
     pod_cgroup_parent,
     pod_qos,
     pod_totals,
+    quota_from_millis,
+    shares_from_millis,
 )
 
 __all__ = [
@@ -29,11 +29,11 @@ __all__ = [
     "QOSClass",
     "Resources",
     "linux_resources",
-    "milli_cpu_to_quota",
-    "milli_cpu_to_shares",
     "pod_cgroup_parent",
     "pod_qos",
     "pod_totals",
+    "quota_from_millis",
+    "shares_from_millis",
 ]
 
 
@@ -65,8 +65,8 @@ def linux_resources(
         raise ValueError(f"the e2e kubelet does not send hugepage limits: {res.hugepage_limits}")
     return LinuxResourceValues(
         cpu_period=DEFAULT_CFS_PERIOD_US,
-        cpu_quota=milli_cpu_to_quota(res.cpu_limit or 0),
-        cpu_shares=milli_cpu_to_shares(res.cpu_request or 0),
+        cpu_quota=quota_from_millis(res.cpu_limit) or 0,
+        cpu_shares=shares_from_millis(res.cpu_request or 0),
         memory_limit_in_bytes=res.memory_limit or 0,
         oom_score_adj=oom_score_adj(qos, res.memory_request, memory_capacity),
         cpuset_cpus=cpuset_cpus,

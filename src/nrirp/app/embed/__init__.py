@@ -13,11 +13,13 @@ from nrirp.app.embed.engine import CallbackRuntimeUpdates, ConfigSource, Engine
 from nrirp.app.embed.kubernetes import KubernetesPod, ManifestError, resources_of
 from nrirp.domain.model import (
     Adjustment,
+    CgroupDriver,
     Container,
     ContainerState,
     LinuxResources,
     Pod,
     QOSClass,
+    Resources,
     Update,
 )
 from nrirp.domain.pipeline import (
@@ -27,7 +29,6 @@ from nrirp.domain.pipeline import (
     StartOutcome,
 )
 from nrirp.domain.policy import PolicyEvent
-from nrirp.simruntime import CgroupDriver, Resources
 
 __all__ = [
     "Adjustment",

@@ -5,8 +5,8 @@ hooks see. :class:`KubernetesPod` reads the parts that matter (metadata, init an
 containers with their requests and limits) and builds the :class:`~nrirp.domain.model.Pod` and
 :class:`~nrirp.domain.model.Container` the engine takes, with what kubelet would hand the
 runtime: QoS class, pod cgroup parent, CPU shares/quota/period, memory limit, hugepage limits,
-OOM score adjustment and cgroups path. The kubelet arithmetic is the simulated runtime's
-(:mod:`nrirp.simruntime.kubelet`), so both agree exactly.
+OOM score adjustment and cgroups path. The kubelet arithmetic is the domain's
+(:mod:`nrirp.domain.model.kubelet`), the one the simulated runtime uses too, so both agree exactly.
 """
 
 from __future__ import annotations
@@ -16,23 +16,20 @@ from typing import Any
 
 import attrs
 
-from nrirp.adapters.nri.resmgr.translate import resources_from_pb
+from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import Container, ContainerState, LinuxResources, Pod, QOSClass
-from nrirp.simruntime import (
+from nrirp.domain.model.kubelet import (
     CgroupDriver,
-    ContainerSpec,
-    PodSpec,
+    InvalidSpec,
     Resources,
-)
-from nrirp.simruntime.errors import InvalidRequest
-from nrirp.simruntime.kubelet import (
     cgroups_path,
-    linux_resources,
+    container_resources,
     oom_score_adj,
     pod_cgroup_parent,
     pod_qos,
     pod_totals,
 )
+from nrirp.domain.model.pod_spec import ContainerSpec, PodSpec
 
 
 class ManifestError(ValueError):
@@ -80,7 +77,7 @@ def _containers(value: Any, path: str) -> list[ContainerSpec]:
                 _mapping(resources.get("limits"), f"{where}.resources.limits"),
             )
             out.append(ContainerSpec(_string(doc.get("name"), f"{where}.name"), parsed))
-        except InvalidRequest as exc:
+        except InvalidSpec as exc:
             raise ManifestError(f"{where}: {exc}") from None
     return out
 
@@ -120,7 +117,7 @@ class KubernetesPod:
                 annotations=_string_map(meta.get("annotations"), "metadata.annotations"),
                 runtime_handler=_string(spec.get("runtimeClassName"), "spec.runtimeClassName"),
             )
-        except InvalidRequest as exc:
+        except InvalidSpec as exc:
             raise ManifestError(str(exc)) from None
         if not pod.containers:
             raise ManifestError("spec.containers: a pod needs at least one container")
@@ -178,7 +175,7 @@ class KubernetesPod:
             annotations=dict(spec.annotations),
             cgroup_parent=pod_cgroup_parent(qos, spec.uid, cgroup_driver),
             runtime_handler=spec.runtime_handler,
-            resources=resources_from_pb(linux_resources(self.pod_resources())),
+            resources=container_resources(self.pod_resources()),
             qos_class=qos,
         )
 
@@ -201,10 +198,8 @@ class KubernetesPod:
         pod = self.spec
         qos = self.qos
         parent = pod_cgroup_parent(qos, pod.uid, cgroup_driver)
-        resources: LinuxResources = resources_from_pb(
-            linux_resources(
-                spec.resources, cpuset_cpus=spec.cpuset_cpus, cpuset_mems=spec.cpuset_mems
-            )
+        resources = container_resources(
+            spec.resources, cpus=_cpuset(spec.cpuset_cpus), mems=_cpuset(spec.cpuset_mems)
         )
         return Container(
             id=container_id,
@@ -227,4 +222,9 @@ class KubernetesPod:
 def resources_of(resources: Resources) -> LinuxResources:
     """The neutral settings kubelet asks the runtime for, for these requests and limits
     (e.g. for :meth:`Engine.update_container` after an in-place resize)."""
-    return resources_from_pb(linux_resources(resources))
+    return container_resources(resources)
+
+
+def _cpuset(text: str) -> CPUSet | None:
+    """The cpuset CRI asks for; "" (not restricted) is none (the spec checked the syntax)."""
+    return CPUSet.parse(text) if text else None

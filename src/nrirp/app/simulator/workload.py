@@ -26,10 +26,14 @@ from nrirp.domain.config.errors import (
 )
 from nrirp.domain.config.quantity import Quantity
 from nrirp.domain.cpuset import CPUSet, CPUSetError
-from nrirp.simruntime import ContainerSpec, DeviceSpec, MountSpec, PodSpec, Resources
-from nrirp.simruntime.errors import InvalidRequest
-from nrirp.simruntime.kubelet import HUGEPAGES_PREFIX, QuantityValue
-from nrirp.simruntime.specs import DEFAULT_VOLUME_OPTIONS
+from nrirp.domain.model.kubelet import HUGEPAGES_PREFIX, InvalidSpec, QuantityValue, Resources
+from nrirp.domain.model.pod_spec import (
+    DEFAULT_VOLUME_OPTIONS,
+    ContainerSpec,
+    DeviceSpec,
+    MountSpec,
+    PodSpec,
+)
 
 CONTAINER_ANNOTATION = "/container."
 """The reference's per-container annotation convention: ``KEY/container.NAME`` on the pod."""
@@ -79,7 +83,7 @@ class ContainerResources:
         if not issues:
             try:
                 parsed = Resources.of(lists["requests"], lists["limits"])
-            except InvalidRequest as exc:
+            except InvalidSpec as exc:
                 issues.append(((), str(exc)))
             else:
                 return cls(lists["requests"], lists["limits"], parsed)

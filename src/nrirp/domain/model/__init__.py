@@ -1,4 +1,6 @@
-"""Pod and container model: neutral resources, QoS, requirements, annotations and changes."""
+"""Pod and container model: neutral resources, QoS, requirements, annotations and changes;
+kubelet's arithmetic both ways (:mod:`.kubelet`) and pod specs as kubelet describes them
+(:mod:`.pod_spec`)."""
 
 from nrirp.domain.model.annotations import (
     RESOURCE_POLICY_DOMAIN,
@@ -27,20 +29,23 @@ from nrirp.domain.model.container import (
     ContainerState,
     Device,
 )
-from nrirp.domain.model.pod import Pod
-from nrirp.domain.model.qos import QOSClass, qos_from_cgroup_parent, qos_from_resources
-from nrirp.domain.model.requirements import (
-    Requirements,
+from nrirp.domain.model.kubelet import (
+    CgroupDriver,
+    InvalidSpec,
+    QOSClass,
+    Resources,
     burstable_memory_request,
-    estimate_requirements,
-)
-from nrirp.domain.model.resources import LinuxResources
-from nrirp.domain.model.shares import (
+    container_resources,
     cpu_limit_millis,
     millis_from_shares,
+    qos_from_cgroup_parent,
+    qos_from_resources,
     quota_from_millis,
     shares_from_millis,
 )
+from nrirp.domain.model.pod import Pod
+from nrirp.domain.model.requirements import Requirements, estimate_requirements
+from nrirp.domain.model.resources import LinuxResources
 
 __all__ = [
     "HOST_CONTROLLER",
@@ -49,6 +54,7 @@ __all__ = [
     "Adjustment",
     "AnnotationProblem",
     "AnnotationReader",
+    "CgroupDriver",
     "Container",
     "ContainerChangeError",
     "ContainerState",
@@ -56,16 +62,19 @@ __all__ = [
     "HostChange",
     "IOPriority",
     "IOPriorityClass",
+    "InvalidSpec",
     "LinuxResources",
     "Mount",
     "PendingChanges",
     "Pod",
     "QOSClass",
     "Requirements",
+    "Resources",
     "Scheduling",
     "SchedulingPolicy",
     "Update",
     "burstable_memory_request",
+    "container_resources",
     "cpu_limit_millis",
     "effective_annotation",
     "estimate_requirements",

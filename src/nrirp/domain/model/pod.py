@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import attrs
 
 from nrirp.domain.model._frozen import frozen_map
-from nrirp.domain.model.qos import QOSClass, qos_from_cgroup_parent
+from nrirp.domain.model.kubelet import QOSClass, qos_from_cgroup_parent
 from nrirp.domain.model.resources import LinuxResources
 
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import attrs
 
-from nrirp.domain.model.qos import QOSClass
+from nrirp.domain.model.kubelet import (
+    QOSClass,
+    burstable_memory_request,
+    cpu_limit_millis,
+    millis_from_shares,
+)
 from nrirp.domain.model.resources import LinuxResources
-from nrirp.domain.model.shares import cpu_limit_millis, millis_from_shares
-
-# kubelet's OOM score adjustments (pkg/kubelet/qos/policy.go)
-GUARANTEED_OOM_SCORE_ADJ = -997
-BESTEFFORT_OOM_SCORE_ADJ = 1000
-_MIN_BURSTABLE_OOM_SCORE_ADJ = 1000 + GUARANTEED_OOM_SCORE_ADJ  # 3
-_MAX_BURSTABLE_OOM_SCORE_ADJ = BESTEFFORT_OOM_SCORE_ADJ - 1  # 999
 
 
 @attrs.frozen
@@ -23,20 +21,6 @@ class Requirements:
     cpu_limit: int | None = None
     memory_request: int = 0
     memory_limit: int | None = None
-
-
-def burstable_memory_request(oom_score_adj: int, memory_capacity: int) -> int:
-    """Invert kubelet's Burstable formula ``adj = 1000 - 1000 * request // capacity``.
-
-    kubelet clamps the score into 3..999, so a score at either end only bounds the request;
-    the estimate is the smallest request that yields the observed score.
-    """
-    adj = min(max(oom_score_adj, _MIN_BURSTABLE_OOM_SCORE_ADJ), _MAX_BURSTABLE_OOM_SCORE_ADJ)
-    if adj >= _MAX_BURSTABLE_OOM_SCORE_ADJ:
-        return 0
-    # smallest r with (1000 * r) // capacity == 1000 - adj
-    target = 1000 - adj
-    return -(-target * memory_capacity // 1000)
 
 
 def estimate_requirements(

@@ -1,4 +1,8 @@
-"""Pods and containers as a kubelet describes them to its runtime (the simulator's input)."""
+"""Pods and containers as a kubelet describes them to its runtime.
+
+The simulated runtime takes them as its input; the embedding API reads them from pod manifests.
+Bad values raise :class:`~nrirp.domain.model.kubelet.InvalidSpec` naming the field.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,14 @@ from typing import Any
 import attrs
 
 from nrirp.domain.cpuset import CPUSet, CPUSetError
-from nrirp.domain.model.qos import QOSClass
-from nrirp.simruntime.errors import InvalidRequest
-from nrirp.simruntime.kubelet import Resources, pod_qos
+from nrirp.domain.model.kubelet import InvalidSpec, QOSClass, Resources, pod_qos
 
 DEFAULT_IMAGE = "docker.io/library/busybox:1.36"
 
 
 def _names(value: str) -> str:
     if not value or "/" in value or "\x00" in value:
-        raise InvalidRequest(f"invalid name {value!r}: must be non-empty, without '/'")
+        raise InvalidSpec(f"invalid name {value!r}: must be non-empty, without '/'")
     return value
 
 
@@ -25,35 +27,35 @@ def _str_map(value: Mapping[str, str] | None) -> dict[str, str]:
     out = dict(value or {})
     for key, item in out.items():
         if not isinstance(key, str) or not isinstance(item, str):
-            raise InvalidRequest(f"labels/annotations/env must map str to str, got {key!r}")
+            raise InvalidSpec(f"labels/annotations/env must map str to str, got {key!r}")
     return out
 
 
 def _resources(_instance: object, _attribute: object, value: object) -> None:
     if not isinstance(value, Resources):
-        raise InvalidRequest(f"resources must be Resources (use Resources.of), got {value!r}")
+        raise InvalidSpec(f"resources must be Resources (use Resources.of), got {value!r}")
 
 
 def _cpuset(_instance: object, attribute: attrs.Attribute[str], value: str) -> None:
     try:
         CPUSet.parse(value)
     except CPUSetError as exc:
-        raise InvalidRequest(f"{attribute.name} {value!r}: {exc}") from None
+        raise InvalidSpec(f"{attribute.name} {value!r}: {exc}") from None
 
 
 def _device_type(_instance: object, _attribute: object, value: str) -> None:
     if value not in ("c", "b", "u"):
-        raise InvalidRequest(f"device type {value!r}: expected 'c', 'b' or 'u'")
+        raise InvalidSpec(f"device type {value!r}: expected 'c', 'b' or 'u'")
 
 
 def _absolute(_instance: object, attribute: attrs.Attribute[str], value: str) -> None:
     if not value.startswith("/") or "\x00" in value:
-        raise InvalidRequest(f"{attribute.name} {value!r}: must be an absolute path")
+        raise InvalidSpec(f"{attribute.name} {value!r}: must be an absolute path")
 
 
 def _device_number(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidRequest(f"device {attribute.name} {value!r}: expected an integer >= 0")
+        raise InvalidSpec(f"device {attribute.name} {value!r}: expected an integer >= 0")
 
 
 @attrs.frozen
@@ -73,7 +75,7 @@ DEFAULT_VOLUME_OPTIONS = ("rbind", "rprivate", "rw")
 def _options(value: Iterable[str]) -> tuple[str, ...]:
     items = tuple(value)
     if not all(isinstance(item, str) for item in items):
-        raise InvalidRequest(f"mount options must be strings, got {items!r}")
+        raise InvalidSpec(f"mount options must be strings, got {items!r}")
     return items
 
 
@@ -90,7 +92,7 @@ def _typed_tuple(value: Iterable[Any], kind: type[Any], what: str) -> tuple[Any,
     items = tuple(value)
     for item in items:
         if not isinstance(item, kind):
-            raise InvalidRequest(f"{what} must be {kind.__name__}, got {type(item).__name__}")
+            raise InvalidSpec(f"{what} must be {kind.__name__}, got {type(item).__name__}")
     return items
 
 
@@ -103,7 +105,7 @@ def _mounts(value: Iterable[MountSpec]) -> tuple[MountSpec, ...]:
     destinations = [m.destination for m in items]
     for destination in destinations:
         if destinations.count(destination) > 1:
-            raise InvalidRequest(f"two mounts at {destination!r}")
+            raise InvalidSpec(f"two mounts at {destination!r}")
     return items
 
 
@@ -137,9 +139,9 @@ def _containers(value: Iterable[ContainerSpec]) -> tuple[ContainerSpec, ...]:
     seen: set[str] = set()
     for item in items:
         if not isinstance(item, ContainerSpec):
-            raise InvalidRequest(f"containers must be ContainerSpec, got {type(item).__name__}")
+            raise InvalidSpec(f"containers must be ContainerSpec, got {type(item).__name__}")
         if item.name in seen:
-            raise InvalidRequest(f"duplicate container name {item.name!r} in pod spec")
+            raise InvalidSpec(f"duplicate container name {item.name!r} in pod spec")
         seen.add(item.name)
     return items
 
@@ -172,4 +174,4 @@ class PodSpec:
         for spec in self.containers:
             if spec.name == name:
                 return spec
-        raise InvalidRequest(f"pod {self.namespace}/{self.name} has no container {name!r}")
+        raise InvalidSpec(f"pod {self.namespace}/{self.name} has no container {name!r}")
