@@ -16,6 +16,7 @@ FORBIDDEN_MODULES = (
     "dependency_injector",
     "nrirp.adapters",
     "nrirp.app",
+    "nrirp.simruntime",
     "os",
     "pathlib",
     "io",
