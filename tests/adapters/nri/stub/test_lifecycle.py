@@ -96,16 +96,23 @@ def test_external_plugin_reconnects_and_goes_through_register_configure_sync_aga
     arun(main)
 
 
-def test_backoff_grows_while_the_runtime_is_unreachable_and_stop_interrupts_it(
+def stale_socket(path: Path) -> None:
+    """A socket file nobody listens on, as a crashed runtime leaves: dials are refused."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.bind(str(path))
+
+
+def test_backoff_grows_while_a_stale_socket_refuses_and_stop_interrupts_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def main() -> None:
         backoff = Backoff(initial=0.01, maximum=0.08, factor=2.0, jitter=0.0)
+        stale_socket(tmp_path / "stale.sock")
         stub = Stub(
             Counting(),
             name="p",
             index="01",
-            socket_path=tmp_path / "absent.sock",
+            socket_path=tmp_path / "stale.sock",
             reconnect=backoff,
             environ={},
         )
@@ -125,6 +132,7 @@ def test_backoff_grows_while_the_runtime_is_unreachable_and_stop_interrupts_it(
     assert len(delays) >= 5
     assert delays[:4] == [0.0, 0.0, 0.0, 0.1]  # 0.01, 0.02, 0.04, 0.08 shown with one decimal
     assert "cannot connect to the NRI socket" in caplog.records[0].getMessage()
+    assert "Connection refused" in caplog.records[0].getMessage()
 
 
 def test_backoff_delays_double_up_to_the_cap() -> None:

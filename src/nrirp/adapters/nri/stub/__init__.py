@@ -17,7 +17,8 @@ The Python counterpart of the Go ``pkg/stub``. Subclass :class:`Plugin`, overrid
   become rejections.
 - :meth:`Stub.update_containers` (outside handlers) and :meth:`Stub.schedule_update_containers`
   (anywhere; after the reply when inside a handler) can never deadlock the runtime.
-- External plugins reconnect with :class:`Backoff`; pre-launched ones use ``NRI_PLUGIN_SOCKET``.
+- External plugins reconnect as soon as the runtime's socket is back (:class:`Redialer`), with
+  :class:`Backoff` only while it refuses; pre-launched ones use ``NRI_PLUGIN_SOCKET``.
 
 See ``docs/nri-plugins.md``.
 """
@@ -33,6 +34,7 @@ from nrirp.adapters.nri.stub.errors import (
 )
 from nrirp.adapters.nri.stub.identity import PluginIdentity, resolve_identity
 from nrirp.adapters.nri.stub.plugin import CreateResult, Plugin, Updates, discover_handlers
+from nrirp.adapters.nri.stub.redial import Redial, Redialer, Wake
 from nrirp.adapters.nri.stub.stub import (
     DEFAULT_REGISTRATION_TIMEOUT,
     DEFAULT_REQUEST_TIMEOUT,
@@ -51,11 +53,14 @@ __all__ = [
     "Plugin",
     "PluginDefinitionError",
     "PluginIdentity",
+    "Redial",
+    "Redialer",
     "RegistrationError",
     "Stub",
     "StubError",
     "UpdateFromHandlerError",
     "Updates",
+    "Wake",
     "discover_handlers",
     "resolve_identity",
 ]

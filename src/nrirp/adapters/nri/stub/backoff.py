@@ -22,13 +22,19 @@ class Backoff:
     """Delay before reconnect attempt ``n`` (0-based): ``min(maximum, initial * factor**n)``,
     scaled by a random factor in ``[1 - jitter, 1 + jitter]`` so that plugins restarted together
     do not redial in lock step. A connection that stayed up ``reset_after`` seconds starts the
-    sequence again from ``initial``."""
+    sequence again from ``initial``.
+
+    The delays apply only while the runtime's socket is there but refuses: the stub checks the
+    socket path every ``watch_interval`` seconds and dials as soon as it appears or is replaced
+    by a new one, which also starts the sequence again (:mod:`~nrirp.adapters.nri.stub.redial`).
+    """
 
     initial: float = attrs.field(default=0.5, validator=_positive)
     maximum: float = attrs.field(default=30.0, validator=_positive)
     factor: float = attrs.field(default=2.0, validator=_positive)
     jitter: float = attrs.field(default=0.2, validator=_fraction)
     reset_after: float = attrs.field(default=10.0, validator=_positive)
+    watch_interval: float = attrs.field(default=0.05, validator=_positive)
 
     def base_delay(self, attempt: int) -> float:
         """The delay before jitter for attempt ``attempt``."""

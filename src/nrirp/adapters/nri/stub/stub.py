@@ -29,6 +29,7 @@ from nrirp.adapters.nri.stub.errors import (
 )
 from nrirp.adapters.nri.stub.identity import PluginIdentity, resolve_identity
 from nrirp.adapters.nri.stub.plugin import discover_handlers
+from nrirp.adapters.nri.stub.redial import Redialer
 from nrirp.adapters.nri.stub.scope import active_scope
 from nrirp.adapters.nri.transport import (
     PLUGIN_SERVICE_CONN,
@@ -99,8 +100,10 @@ class Stub:
 
     Lifecycle: :meth:`start` connects, registers and returns once configured; :meth:`run` starts
     and serves until :meth:`stop` or, for a pre-launched plugin or an explicit connection, until
-    the connection closes. External plugins reconnect with ``reconnect`` backoff (True: the
-    default :class:`Backoff`; False: do not) and go through register/configure/synchronize again.
+    the connection closes. External plugins reconnect (``reconnect``: True for the default
+    :class:`Backoff`, a Backoff, or False for not at all) as soon as the runtime's socket appears
+    or is replaced, with backoff only while it refuses (:attr:`redialer`), and go through
+    register/configure/synchronize again.
     ``on_close(reason)`` runs whenever an established connection goes down.
 
     Updates: ``await update_containers(...)`` outside handlers; ``schedule_update_containers``
@@ -144,6 +147,10 @@ class Stub:
         if reconnect is True:
             reconnect = Backoff()
         self._backoff: Backoff | None = reconnect if external and reconnect else None
+        self.redialer: Redialer | None = (
+            Redialer(self.socket_path, self._backoff) if self._backoff is not None else None
+        )
+        """Watches the socket between dials of an external plugin (None without reconnect)."""
         self._on_close = on_close
         if registration_timeout <= 0 or request_timeout <= 0:
             raise ValueError("timeouts must be > 0")
@@ -217,25 +224,26 @@ class Stub:
     async def run(self) -> None:
         """Start, then serve until stopped.
 
-        External plugins redial with backoff when the runtime goes away or cannot be reached
-        (until :meth:`stop`); pre-launched plugins and explicit connections return when the
-        connection closes, and raise RegistrationError if starting fails.
+        External plugins dial again when the runtime goes away or cannot be reached (until
+        :meth:`stop`): as soon as its socket appears or is replaced, with backoff only while
+        the same socket keeps refusing (:class:`~nrirp.adapters.nri.stub.redial.Redialer`).
+        Pre-launched plugins and explicit connections return when the connection closes, and
+        raise RegistrationError if starting fails.
         """
         self._stopping = False
         self._stop_event = asyncio.Event()
-        attempt = 0
+        redialer = self.redialer
         while True:
+            if redialer is not None:
+                redialer.dialling()
             try:
                 await self._start_once()
             except RegistrationError as exc:
                 if self._stopping:
                     return
-                if self._backoff is None:
+                if redialer is None:
                     raise
-                delay = self._backoff.delay(attempt)
-                attempt += 1
-                log.warning("%s: %s; retrying in %.1f s", self.full_name, exc, delay)
-                if await self._stopped_within(delay):
+                if await redialer.wait(self._stop_event, f"{self.full_name}: {exc}"):
                     return
                 continue
             current = self._current
@@ -243,20 +251,14 @@ class Stub:
             await current.session.wait_closed()
             if current.hook_task is not None:
                 await asyncio.gather(current.hook_task, return_exceptions=True)
-            if self._stopping or self._backoff is None:
+            if self._stopping or redialer is None:
                 return
             uptime = asyncio.get_running_loop().time() - current.up_since
-            if uptime >= self._backoff.reset_after:
-                attempt = 0
-            delay = self._backoff.delay(attempt)
-            attempt += 1
-            log.warning(
-                "%s: connection to the runtime lost (%s); reconnecting in %.1f s",
-                self.full_name,
-                current.session.close_reason or "closed",
-                delay,
-            )
-            if await self._stopped_within(delay):
+            if uptime >= redialer.backoff.reset_after:
+                redialer.connection_was_long()
+            reason = current.session.close_reason or "closed"
+            lost = f"{self.full_name}: connection to the runtime lost ({reason})"
+            if await redialer.wait(self._stop_event, lost, "reconnecting"):
                 return
 
     def stop(self) -> None:
@@ -274,13 +276,6 @@ class Stub:
         await current.session.wait_closed()
         if current.hook_task is not None:
             await asyncio.gather(current.hook_task, return_exceptions=True)
-
-    async def _stopped_within(self, delay: float) -> bool:
-        try:
-            await asyncio.wait_for(self._stop_event.wait(), delay)
-        except TimeoutError:
-            return self._stopping
-        return True
 
     async def _start_once(self) -> None:
         current = self._current
