@@ -32,6 +32,7 @@ EXIT_CONFIG = 2
 EXIT_HARDWARE = 3
 EXIT_STATE = 4
 EXIT_REGISTRATION = 5
+EXIT_STATE_IN_USE = 6
 EXIT_CODES = {
     EXIT_OK: "stopped by SIGTERM/SIGINT, or the runtime closed a pre-launched plugin's connection",
     EXIT_FAILURE: "unexpected error (see the log)",
@@ -39,6 +40,7 @@ EXIT_CODES = {
     EXIT_HARDWARE: "hardware discovery failed",
     EXIT_STATE: "saved state refused or unusable, or the policy refused to start",
     EXIT_REGISTRATION: "a pre-launched plugin could not register with the runtime",
+    EXIT_STATE_IN_USE: "the state directory is in use by another process (another daemon)",
 }
 
 log = logging.getLogger("nrirp.daemon")
@@ -116,12 +118,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from nrirp import __version__
+    from nrirp.adapters.storage import StateDirectoryInUseError
     from nrirp.adapters.system import ConfigFileError
     from nrirp.app.containers import DaemonContainer, PolicyModuleError
     from nrirp.domain.config import ConfigError
     from nrirp.domain.pipeline import OperationFailedError, StateRestoreError
     from nrirp.domain.policy import UnknownPolicyError
     from nrirp.domain.ports.hardware import HardwareDiscoveryError
+    from nrirp.domain.ports.state_store import StateStoreError
 
     container = DaemonContainer()
     container.config.from_dict(
@@ -167,9 +171,17 @@ def _run(args: argparse.Namespace) -> int:
     manager = container.resource_manager()
     store = container.state_store()
     try:
+        store.lock()  # one daemon per state directory, before anything in it is read
+    except StateDirectoryInUseError as exc:
+        log.error("%s", exc)
+        return EXIT_STATE_IN_USE
+    except StateStoreError as exc:
+        log.error("%s", exc)
+        return EXIT_STATE
+    try:
         outcome = manager.start(config)
     except StateRestoreError as exc:
-        log.error("%s (state file %s)", exc, store.path)
+        _log_state_error(exc, store.path)
         return EXIT_STATE
     except OperationFailedError as exc:
         log.error("policy %s refused to start: %s", args.policy, exc.reason)
@@ -189,10 +201,28 @@ def _run(args: argparse.Namespace) -> int:
     return asyncio.run(Daemon(container, args).serve())
 
 
+_SHOWN_PROBLEMS = 10
+_PROBLEM_CHARS = 200
+
+
+def _log_state_error(exc: Exception, path: str) -> None:
+    """One line: the reason, then at most a few problems (each cut short) and how many more."""
+    headline, *rest = str(exc).splitlines() or [""]
+    problems = [_cut(line.strip()) for line in rest if line.strip()]
+    shown = problems[:_SHOWN_PROBLEMS]
+    more = len(problems) - len(shown)
+    text = "; ".join([_cut(headline), *shown]) + (f"; ... and {more} more" if more else "")
+    log.error("%s (state file %s)", text, path, extra={"fields": {"errors": shown}})
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _PROBLEM_CHARS else text[:_PROBLEM_CHARS] + "..."
+
+
 def _log_config_error(headline: str, exc: Exception) -> None:
     from nrirp.domain.config import ConfigError
 
-    problems = [str(p) for p in exc.problems] if isinstance(exc, ConfigError) else [str(exc)]
+    problems = exc.shown_problems() if isinstance(exc, ConfigError) else [str(exc)]
     log.error("%s: %s", headline, "; ".join(problems), extra={"fields": {"errors": problems}})
 
 
@@ -265,8 +295,9 @@ class Daemon:
 
     def reload(self, trigger: str) -> None:
         """Load the config file again and apply it; a bad one leaves the old config in force."""
+        from nrirp.adapters.documents import load_policy_config
         from nrirp.adapters.system import ConfigFileError, read_config_file
-        from nrirp.domain.config import ConfigError, load_policy_config
+        from nrirp.domain.ports.documents import DocumentError
 
         path = self.args.config_file
         if not path:
@@ -276,7 +307,7 @@ class Daemon:
             self.watcher.mark_seen()
         try:
             config = load_policy_config(self.args.policy, read_config_file(path))
-        except (ConfigFileError, ConfigError) as exc:
+        except (ConfigFileError, DocumentError) as exc:  # the loader raises only ConfigError
             _log_config_error(
                 f"reload ({trigger}): new configuration {path} not applied, the old one stays",
                 exc,
