@@ -45,6 +45,15 @@ def available_resources() -> st.SearchStrategy[dict[str, Any]]:
     return _optional({"cpu": cpu, "memory": memory_amounts})
 
 
+def available_cpusets() -> st.SearchStrategy[dict[str, Any]]:
+    """``availableResources`` of the balloons policy: its CPUs only as a cpuset."""
+    cpu = st.one_of(
+        cpu_lists.map(lambda c: f"cpuset:{c}"),
+        cpu_lists.map(lambda c: f"exclude-cpuset:{c}"),
+    )
+    return _optional({"cpu": cpu, "memory": memory_amounts})
+
+
 def expressions() -> st.SearchStrategy[dict[str, Any]]:
     one = st.sampled_from(["Equals", "NotEqual", "Matches", "MatchesNot"]).flatmap(
         lambda op: st.fixed_dictionaries(
@@ -238,15 +247,26 @@ def topology_aware_documents(draw: st.DrawFn) -> dict[str, Any]:
     return doc | draw(common_blocks())
 
 
+_CPU_PICKING = (
+    "cpuClass",
+    "preferSpreadOnPhysicalCores",
+    "allocatorTopologyBalancing",
+    "preferCloseToDevices",
+    "preferIsolCpus",
+    "preferCoreType",
+)
+
+
 @st.composite
 def balloon_types(
     draw: st.DrawFn, load_names: list[str], sched_names: list[str], class_names: list[str]
 ) -> list[dict[str, Any]]:
-    type_names = draw(st.lists(names, max_size=4, unique=True))
+    # "reserved" has extra rules tied to reservedResources (tested by example)
+    type_names = draw(st.lists(names.filter(lambda n: n != "reserved"), max_size=4, unique=True))
     out: list[dict[str, Any]] = []
     for index, name in enumerate(type_names):
         min_cpus = draw(st.integers(0, 8))
-        max_cpus = draw(st.one_of(st.just(0), st.just(-1), st.integers(min_cpus, 16)))
+        max_cpus = draw(st.one_of(st.just(0), st.integers(max(min_cpus, 1), 16)))
         min_b = draw(st.integers(0, 3))
         item: dict[str, Any] = {
             "name": name,
@@ -274,8 +294,8 @@ def balloon_types(
                     ),
                     "preferIsolCpus": st.booleans(),
                     "preferCoreType": st.sampled_from(["efficient", "performance"]),
-                    "irqMode": st.sampled_from(["sink", "isolate"]),
-                    "componentCreation": st.sampled_from(["all", "balance-balloons"]),
+                    "irqMode": st.sampled_from(["sink", "isolate", "other"]),
+                    "irqClaim": st.lists(st.sampled_from(["1", "nvme*"]), max_size=2),
                 }
             )
         )
@@ -289,6 +309,9 @@ def balloon_types(
             parts = draw(st.lists(st.sampled_from(type_names[:index]), max_size=2))
             if parts:
                 item["components"] = [{"balloonType": p} for p in parts]
+                item["componentCreation"] = draw(st.sampled_from(["all", "balance-balloons"]))
+                for key in _CPU_PICKING:  # a composite type picks no CPUs of its own
+                    item.pop(key, None)
         out.append(item)
     return out
 
@@ -303,7 +326,11 @@ def balloons_documents(draw: st.DrawFn) -> dict[str, Any]:
         )
     )
     sched = draw(named(scheduling_class))
-    cpu_classes = draw(named(cpu_class))
+    # without pctPriority (PCT is tested by example) nothing is published
+    cpu_classes = [
+        {k: v for k, v in c.items() if k != "publishExtendedResource"}
+        for c in draw(named(cpu_class))
+    ]
     load_names = [c["name"] for c in loads]
     sched_names = [c["name"] for c in sched]
     class_names = [c["name"] for c in cpu_classes]
@@ -319,7 +346,7 @@ def balloons_documents(draw: st.DrawFn) -> dict[str, Any]:
             {
                 "pinCPU": st.booleans(),
                 "allocatorTopologyBalancing": st.booleans(),
-                "availableResources": available_resources(),
+                "availableResources": available_cpusets(),
                 "preserve": st.fixed_dictionaries(
                     {"matchExpressions": st.lists(expressions(), max_size=2)}
                 ),

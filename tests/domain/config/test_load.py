@@ -172,7 +172,7 @@ def test_balloons_rdt_and_blockio_blocks() -> None:
     assert low.devices == ("/dev/nvme0n1",) and low.weight is not None and low.weight.value == 20
 
 
-def test_balloons_effective_types_put_reserved_first_and_default_last() -> None:
+def test_balloons_effective_types_prepend_reserved_and_append_default() -> None:
     spec = load_policy_config("balloons", "reservedResources: {cpu: 1}\n").spec
     assert spec.balloon_types == ()
     assert spec.effective_balloon_types() == (BUILTIN_RESERVED, BUILTIN_DEFAULT)
@@ -190,7 +190,12 @@ def test_balloons_effective_types_put_reserved_first_and_default_last() -> None:
         "balloons",
         "reservedResources: {cpu: 1}\nballoonTypes: [{name: default}, {name: a}, {name: reserved}]",
     ).spec
-    assert [t.name for t in odd_order.effective_balloon_types()] == ["reserved", "a", "default"]
+    # configured built-ins keep their place in the list (the reference walks it in order)
+    assert [t.name for t in odd_order.effective_balloon_types()] == ["default", "a", "reserved"]
+    only_a = load_policy_config(
+        "balloons", "reservedResources: {cpu: 1}\nballoonTypes: [{name: a}]"
+    ).spec
+    assert [t.name for t in only_a.effective_balloon_types()] == ["reserved", "a", "default"]
 
 
 def test_template_and_none() -> None:

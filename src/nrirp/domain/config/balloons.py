@@ -1,7 +1,13 @@
-"""``BalloonsPolicy`` spec: containers run in balloons of CPUs that inflate and deflate."""
+"""``BalloonsPolicy`` spec: containers run in balloons of CPUs that inflate and deflate.
+
+Fields, defaults and refusals follow the reference (``reference-balloons.md`` §1); where we
+refuse more, docs/balloons.md says so. Problems that need the machine (a reserved cpuset outside
+the available CPUs, ``minBalloons`` that do not fit) are found when the policy starts.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 
@@ -14,14 +20,13 @@ from nrirp.domain.config.enums import (
     CoreTypePreference,
     CPUPriority,
     CPUTopologyLevel,
-    IRQMode,
     LoadLevel,
     MemoryKind,
     TurboDomain,
 )
 from nrirp.domain.config.errors import Issue, quote
 from nrirp.domain.config.expression import ContainerMatch, Expression
-from nrirp.domain.config.keys import ref
+from nrirp.domain.config.keys import key_of, ref
 from nrirp.domain.config.policy_checks import (
     check_names_listed,
     check_reserved_cpu,
@@ -34,6 +39,8 @@ from nrirp.domain.config.validation import at, check_range, check_reference, che
 RESERVED = "reserved"
 DEFAULT = "default"
 PODRESOURCEAPI_PREFIX = "podresourceapi:"
+IRQ_MODES = ("sink", "isolate")
+"""``irqMode`` values that do something (the reference accepts any text; others do nothing)."""
 _GROUP_BY = re.compile(r"(?:[^$]|\$(?!\{)|\$\{[^{}]+\})*")
 
 
@@ -59,13 +66,14 @@ class LoadClass:
 class BalloonType:
     """One entry of ``balloonTypes``. Unset (``None``) options inherit the policy-level value.
 
-    ``maxCPUs``: 0 means no limit and -1 forbids CPUs of its own; ``maxBalloons``: 0 means no
-    limit."""
+    ``maxCPUs`` and ``maxBalloons``: 0 means no limit (a negative ``maxCPUs`` is refused, as the
+    reference refuses it whenever ``minCPUs`` is 0 or more: there is no "forbid" value).
+    ``allocatorPriority`` defaults to ``high``, the CRD's default."""
 
     name: str = attrs.field(metadata=ref("name"))
     components: tuple[BalloonComponent, ...] = attrs.field(default=(), metadata=ref("components"))
-    component_creation: ComponentCreation = attrs.field(
-        default=ComponentCreation.ALL, metadata=ref("componentCreation")
+    component_creation: ComponentCreation | None = attrs.field(
+        default=None, metadata=ref("componentCreation")
     )
     namespaces: tuple[str, ...] = attrs.field(default=(), metadata=ref("namespaces"))
     match_expressions: tuple[Expression, ...] = attrs.field(
@@ -109,15 +117,25 @@ class BalloonType:
     show_containers_in_nrt: bool | None = attrs.field(
         default=None, metadata=ref("showContainersInNrt")
     )
-    irq_claim: bool = attrs.field(default=False, metadata=ref("irqClaim"))
-    irq_mode: IRQMode | None = attrs.field(default=None, metadata=ref("irqMode"))
+    irq_claim: tuple[str, ...] = attrs.field(default=(), metadata=ref("irqClaim"))
+    irq_mode: str | None = attrs.field(default=None, metadata=ref("irqMode"))
+
+    @property
+    def is_composite(self) -> bool:
+        return bool(self.components)
 
     def config_problems(self) -> Iterator[Issue]:
         if not self.name:
             yield at(self, "name", "invalid value '': a name is required")
         yield from check_range(self, "min_cpus", 0)
-        yield from check_range(self, "max_cpus", -1)
-        if self.max_cpus > 0 and self.min_cpus > self.max_cpus:
+        if self.max_cpus < 0:
+            yield at(
+                self,
+                "max_cpus",
+                f"invalid value {self.max_cpus}: minCPUs ({self.min_cpus}) > maxCPUs"
+                f" ({self.max_cpus}); maxCPUs is 0 (no limit) or at least minCPUs",
+            )
+        elif self.max_cpus > 0 and self.min_cpus > self.max_cpus:
             yield at(
                 self,
                 "min_cpus",
@@ -131,25 +149,12 @@ class BalloonType:
                 "min_balloons",
                 f"invalid value {self.min_balloons}: exceeds maxBalloons ({self.max_balloons})",
             )
-        if len(set(self.memory_types)) != len(self.memory_types):
-            yield at(self, "memory_types", "a memory type is listed more than once")
         if self.group_by is not None and not _GROUP_BY.fullmatch(self.group_by):
             yield at(
                 self,
                 "group_by",
                 f"invalid value {quote(self.group_by)}: every '${{' needs a closing '}}'",
             )
-        yield from check_names_listed(self, "namespaces", self.namespaces)
-        yield from check_names_listed(self, "loads", self.loads)
-        for index, device in enumerate(self.prefer_close_to_devices):
-            if not _is_device_reference(device):
-                yield at(
-                    self,
-                    "prefer_close_to_devices",
-                    f"invalid value {quote(device)}: expected a device path or"
-                    f" '{PODRESOURCEAPI_PREFIX}<resource glob>'",
-                    index,
-                )
         for index, component in enumerate(self.components):
             if component.balloon_type == self.name:
                 yield at(
@@ -159,20 +164,43 @@ class BalloonType:
                     index,
                     "balloonType",
                 )
+        if self.component_creation is not None and not self.components:
+            yield at(
+                self,
+                "component_creation",
+                f"invalid value {quote(str(self.component_creation))}: only composite balloon"
+                " types (with components) create components",
+            )
+        if self.components:
+            yield from self._composite_problems()
+
+    def _composite_problems(self) -> Iterator[Issue]:
+        """A composite balloon has no CPUs of its own: options about picking CPUs are refused."""
+        why = "a composite balloon type (with components) picks no CPUs of its own"
+        for attribute, is_set in (
+            ("cpu_class", self.cpu_class is not None),
+            ("prefer_spread_on_physical_cores", self.prefer_spread_on_physical_cores is not None),
+            ("allocator_topology_balancing", self.allocator_topology_balancing is not None),
+            ("prefer_close_to_devices", bool(self.prefer_close_to_devices)),
+            ("prefer_isol_cpus", self.prefer_isol_cpus),
+            ("prefer_core_type", self.prefer_core_type is not None),
+        ):
+            if is_set:
+                yield at(self, attribute, f"not allowed: {why}")
 
 
-def _is_device_reference(text: str) -> bool:
-    if text.startswith(PODRESOURCEAPI_PREFIX):
-        return len(text) > len(PODRESOURCEAPI_PREFIX)
-    return text.startswith("/")
+BUILTIN_RESERVED = BalloonType(
+    name=RESERVED, min_balloons=1, max_balloons=1, allocator_priority=CPUPriority.LOW
+)
+"""The ``reserved`` type put first when the config does not define one: one balloon for
+kube-system and ``reservedPoolNamespaces`` (a configured one gets the same namespaces and is
+also kept at exactly one balloon)."""
 
-
-BUILTIN_RESERVED = BalloonType(name=RESERVED, min_balloons=1, max_balloons=1)
-"""The ``reserved`` type used when the config does not define one: a single balloon on the
-reserved CPUs for kube-system and ``reservedPoolNamespaces``."""
-
-BUILTIN_DEFAULT = BalloonType(name=DEFAULT, min_balloons=1, max_balloons=1)
-"""The ``default`` type used when the config does not define one: the catch-all balloon."""
+BUILTIN_DEFAULT = BalloonType(
+    name=DEFAULT, min_balloons=1, max_balloons=1, allocator_priority=CPUPriority.LOW
+)
+"""The ``default`` type put last when the config does not define one: the catch-all balloon
+(a configured one is used exactly as written)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -211,26 +239,36 @@ class BalloonsPolicySpec:
     )
 
     def effective_balloon_types(self) -> tuple[BalloonType, ...]:
-        """The types in matching order: ``reserved`` first, the configured ones, ``default``
-        last; built-in definitions stand in for ``reserved``/``default`` when not configured."""
-        by_name = {t.name: t for t in self.balloon_types}
-        middle = tuple(t for t in self.balloon_types if t.name not in (RESERVED, DEFAULT))
-        return (
-            by_name.get(RESERVED, BUILTIN_RESERVED),
-            *middle,
-            by_name.get(DEFAULT, BUILTIN_DEFAULT),
-        )
+        """The types in matching order, as the reference expands them: the configured ones in
+        their order, the built-in ``reserved`` prepended when not configured and the built-in
+        ``default`` appended when not configured."""
+        names = {t.name for t in self.balloon_types}
+        head = () if RESERVED in names else (BUILTIN_RESERVED,)
+        tail = () if DEFAULT in names else (BUILTIN_DEFAULT,)
+        return (*head, *self.balloon_types, *tail)
 
     def config_problems(self) -> Iterator[Issue]:
         yield from check_reserved_cpu(self)
-        yield from check_names_listed(
-            self, "reserved_pool_namespaces", self.reserved_pool_namespaces
-        )
+        available = self.available_resources.cpu
+        if available is not None and available.amount is not None:
+            yield at(
+                self,
+                "available_resources",
+                f"invalid value {quote(str(available))}: the balloons policy takes"
+                " 'cpuset:<cpu list>' or 'exclude-cpuset:<cpu list>' here, not an amount",
+                "cpu",
+            )
         yield from check_names_listed(self, "controllable_interrupts", self.controllable_interrupts)
         yield from check_unique_names(self, "balloon_types", self.balloon_types)
-        yield from check_unique_names(self, "load_classes", self.load_classes)
-        yield from check_unique_names(self, "scheduling_classes", self.scheduling_classes)
+        # load and scheduling classes may repeat a name (the reference uses the first)
+        for index, load_class in enumerate(self.load_classes):
+            if not load_class.name:
+                yield at(
+                    self, "load_classes", "invalid value '': a name is required", index, "name"
+                )
         yield from check_unique_names(self, "cpu_classes", self.cpu_classes)
+        yield from self._pct_problems()
+        yield from self._reserved_type_problems()
         type_names = {t.name for t in self.balloon_types} | {RESERVED, DEFAULT}
         load_names = [c.name for c in self.load_classes]
         scheduling_names = [c.name for c in self.scheduling_classes]
@@ -262,6 +300,74 @@ class BalloonsPolicySpec:
             )
         yield from self._component_cycles()
 
+    def _reserved_type_problems(self) -> Iterator[Issue]:
+        """How ``reservedResources.cpu`` and a configured ``reserved`` type must agree."""
+        cpu = self.reserved_resources.cpu
+        for index, balloon in enumerate(self.balloon_types):
+            if balloon.name != RESERVED:
+                continue
+            if cpu is not None and cpu.cpuset is not None and balloon.components:
+                yield at(
+                    self,
+                    "balloon_types",
+                    "not allowed: with a reserved cpuset the reserved balloon type prefers the"
+                    " reserved CPUs, which a composite balloon type cannot",
+                    index,
+                    "components",
+                )
+            if cpu is None or cpu.amount is None or cpu.amount.is_negative():
+                continue
+            need = max(math.ceil(cpu.amount.milli_value() / 1000), 0)
+            if balloon.min_cpus == 0 and 0 < balloon.max_cpus < need:
+                yield at(
+                    self,
+                    "balloon_types",
+                    f"invalid value {balloon.max_cpus}: below the {need} CPUs reserved by"
+                    f" reservedResources.cpu ({cpu})",
+                    index,
+                    "maxCPUs",
+                )
+            if balloon.min_cpus not in (0, need):
+                yield at(
+                    self,
+                    "balloon_types",
+                    f"invalid value {balloon.min_cpus}: reservedResources.cpu ({cpu}) makes the"
+                    f" reserved balloon {need} CPUs; leave minCPUs out or set it to {need}",
+                    index,
+                    "minCPUs",
+                )
+
+    def _pct_problems(self) -> Iterator[Issue]:
+        """The reference's rules for SST core-power (PCT) settings of CPU classes."""
+        managed = [i for i, c in enumerate(self.cpu_classes) if c.pct_priority is not None]
+        assoc = [i for i, c in enumerate(self.cpu_classes) if c.sst_clos_id is not None]
+        for index, cls in enumerate(self.cpu_classes):
+            path = ("cpuClasses", index)
+            if cls.pct_priority is not None and cls.sst_clos_id is not None:
+                yield (
+                    (*path, "sstClosID"),
+                    "not allowed together with pctPriority: a class is either managed by its"
+                    " priority or associated with a CLOS",
+                )
+            if cls.pct_priority is None:
+                for key, value in (
+                    ("pctMinFreq", cls.pct_min_freq),
+                    ("pctMaxFreq", cls.pct_max_freq),
+                ):
+                    if value is not None:
+                        yield (*path, key), "not allowed without pctPriority"
+                if cls.publish_extended_resource:
+                    yield (
+                        (*path, "publishExtendedResource"),
+                        "not allowed without pctPriority (only PCT classes are published)",
+                    )
+        if managed and assoc:
+            yield (
+                ("cpuClasses", assoc[0], "sstClosID"),
+                f"not allowed: cpuClasses[{managed[0]}] is managed by pctPriority; managed and"
+                " CLOS-associated classes cannot be mixed",
+            )
+
     def _component_cycles(self) -> Iterator[Issue]:
         parts = {t.name: [c.balloon_type for c in t.components] for t in self.balloon_types}
         for index, balloon in enumerate(self.balloon_types):
@@ -283,17 +389,14 @@ class BalloonsPolicySpec:
                     seen.add(current)
                     stack.extend(parts.get(current, []))
 
-    def cross_check(self, control: ControlConfig) -> Iterator[Issue]:
-        """References to CPU classes defined in ``cpuClasses`` or ``control.cpu.classes``."""
+    def undefined_cpu_classes(self, control: ControlConfig) -> list[str]:
+        """Warnings (the reference only warns): ``idleCPUClass`` and ``cpuClass`` values that
+        name no class of ``cpuClasses`` or ``control.cpu.classes``, with their paths."""
         known = cpu_class_names(self.cpu_classes, control)
-        yield from check_reference(self, "idle_cpu_class", self.idle_cpu_class, known, "CPU class")
+        out = []
+        if self.idle_cpu_class and self.idle_cpu_class not in known:
+            out.append(f"{key_of(type(self), 'idle_cpu_class')}: {quote(self.idle_cpu_class)}")
         for index, balloon in enumerate(self.balloon_types):
-            yield from check_reference(
-                self,
-                "balloon_types",
-                balloon.cpu_class,
-                known,
-                "CPU class",
-                index,
-                "cpuClass",
-            )
+            if balloon.cpu_class and balloon.cpu_class not in known:
+                out.append(f"balloonTypes[{index}].cpuClass: {quote(balloon.cpu_class)}")
+        return out

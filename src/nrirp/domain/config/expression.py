@@ -27,6 +27,11 @@ class Operator(enum.StrEnum):
     MATCHES_ANY = "MatchesAny"
     MATCHES_NONE = "MatchesNone"
 
+    @classmethod
+    def _missing_(cls, value: object) -> Operator | None:
+        # the reference's code spells it NotExist (its documentation says NotExists)
+        return cls.NOT_EXISTS if value == "NotExist" else None
+
 
 _SINGLE_VALUE = {Operator.EQUALS, Operator.NOT_EQUAL, Operator.MATCHES, Operator.MATCHES_NOT}
 _NO_VALUES = {Operator.EXISTS, Operator.NOT_EXISTS, Operator.ALWAYS_TRUE}
@@ -55,7 +60,7 @@ class Expression:
 
 @attrs.frozen(kw_only=True)
 class ContainerMatch:
-    """A set of expressions that all have to match (``preserve``)."""
+    """A list of expressions (``preserve``: a container matching any one of them is kept)."""
 
     match_expressions: tuple[Expression, ...] = attrs.field(
         default=(), metadata=ref("matchExpressions")
