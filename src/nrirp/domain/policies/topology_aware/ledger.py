@@ -57,6 +57,7 @@ class Ledger:
         self.colocated: dict[tuple[str, str], dict[int, int]] = {}
         """Grants per pool id of each ``("pod", pod id)`` and ``("namespace", name)``."""
         self._detached: dict[str, Grant] = {}
+        """Grants out for a resize (:meth:`resizing`) that no commit has replaced yet."""
         self._cpu_dirty: dict[str, None] = {}
         self._mem_dirty: dict[str, None] = {}
         self._mem_causes: dict[str, str] = {}
@@ -65,8 +66,8 @@ class Ledger:
     def commit(self, plan: Plan, *, cold_start_until: float | None = None) -> Grant:
         """Carry out ``plan``; raises :class:`PolicyError` (nothing changed) when memory fails.
 
-        A detached grant of the same container (a resize) is replaced: its memory is re-placed
-        by the allocator, which keeps the old placement if the new one fails."""
+        A detached grant of the same container (:meth:`resizing`) is replaced: its memory is
+        re-placed by the allocator, which keeps the old placement if the new one fails."""
         request = plan.request
         cid = request.container_id
         size = plan.memory.size if plan.memory is not None else 0
