@@ -16,8 +16,8 @@ from nrirp.adapters.storage.safety import check_private
 from nrirp.domain.ports.state_store import StateStoreError
 
 MAX_STATE_FILE_SIZE = 32 * 1024 * 1024
-"""Bytes; a larger state file is refused unread. The daemon writes about 0.5 KB per container
-(``bench/bench_state_store.py``), so this is tens of thousands of containers."""
+"""Bytes; a larger state file is refused unread. The daemon writes a few hundred bytes per
+container (about 250 with the template policy), so this is tens of thousands of containers."""
 
 MAX_STATE_DEPTH = 64
 """Nesting of objects and arrays; the daemon's own files stay far below (about 10)."""
