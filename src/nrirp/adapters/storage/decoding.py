@@ -20,7 +20,7 @@ MAX_STATE_FILE_SIZE = 32 * 1024 * 1024
 container (about 250 with the template policy), so this is tens of thousands of containers."""
 
 MAX_STATE_DEPTH = 64
-"""Nesting of objects and arrays; the daemon's own files stay far below (about 10)."""
+"""Nesting of objects and arrays; far above what the daemon writes (4 with the template policy)."""
 
 _QUOTE_LIMIT = 200
 
