@@ -48,6 +48,7 @@ from contextlib import contextmanager
 import attrs
 from pipeline_workload import pct
 
+from nrirp.adapters.documents import load_policy_config
 from nrirp.adapters.fakehw import expected_machine, load_machine
 from nrirp.adapters.memory import (
     InMemoryStateStore,
@@ -55,7 +56,6 @@ from nrirp.adapters.memory import (
     RecordingRuntimeUpdates,
 )
 from nrirp.adapters.storage import FileStateStore
-from nrirp.domain.config import load_policy_config
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import Container, ContainerState, LinuxResources, Pod, Update
 from nrirp.domain.pipeline import ResourceManager

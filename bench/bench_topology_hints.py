@@ -23,6 +23,7 @@ import tempfile
 import timeit
 from collections.abc import Callable
 
+from nrirp.adapters.documents import YamlAnnotationParser
 from nrirp.adapters.fakehw import FakeTopologyHints, load_machine, resolve, write_sysfs
 from nrirp.adapters.memory import FakeClock
 from nrirp.adapters.sysfs import SysfsTopologyHints
@@ -49,6 +50,9 @@ KUBELET_MOUNTS = (
 
 def best(fn: Callable[[], object], calls: int) -> float:
     return min(timeit.repeat(fn, number=calls, repeat=5)) / calls * 1e6
+
+
+ANNOTATIONS = YamlAnnotationParser()
 
 
 def main() -> None:
@@ -89,6 +93,7 @@ def main() -> None:
             decide=lambda c, r, ok: None,
             notify=lambda m, s, c: None,
             hints=tree,
+            annotation_parser=ANNOTATIONS,
         )
         ctx.topology_hints(gpu_ctr)
         rows: list[tuple[str, Callable[[], object]]] = [
@@ -98,7 +103,7 @@ def main() -> None:
             ),
             (f"sysfs tree server-4s-144 ({len(found)} hint)", lambda: tree.hints(gpu_ctr)),
             ("fake server-4s-144", lambda: fake.hints(gpu_ctr)),
-            ("select_hints (allow + deny globs)", lambda: select_hints(found, reader)),
+            ("select_hints (allow + deny globs)", lambda: select_hints(found, reader, ANNOTATIONS)),
             ("PolicyContext.topology_hints (cached)", lambda: ctx.topology_hints(gpu_ctr)),
         ]
         for label, fn in rows:

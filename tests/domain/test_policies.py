@@ -4,8 +4,9 @@ import json
 
 import pytest
 
+from nrirp.adapters.documents import load_policy_config
 from nrirp.adapters.memory import InMemoryStateStore, RecordingRuntimeUpdates
-from nrirp.domain.config import PolicyConfig, TemplatePolicySpec, load_policy_config
+from nrirp.domain.config import PolicyConfig, TemplatePolicySpec
 from nrirp.domain.model import ContainerState, LinuxResources
 from nrirp.domain.pipeline import DefaultConfigCodec, OperationFailedError, ResourceManager
 from nrirp.domain.policies import NonePolicy, TemplatePolicy, builtin_registry

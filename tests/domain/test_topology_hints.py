@@ -15,6 +15,7 @@ from nrirp.domain.topology.hints import (
     parse_origins,
     parse_patterns,
 )
+from tests.support.documents import ANNOTATIONS
 
 KEY = "topologyhints.resource-policy.nri.io"
 ALLOW = "allow.topologyhints.resource-policy.nri.io"
@@ -93,7 +94,7 @@ def hints() -> dict[str, TopologyHint]:
 
 def select(annotations: dict[str, str], name: str = "ctr") -> tuple[set[str], AnnotationReader]:
     reader = AnnotationReader(annotations, name)
-    return set(select_hints(hints(), reader)), reader
+    return set(select_hints(hints(), reader, ANNOTATIONS)), reader
 
 
 def test_default_selects_mounts_and_devices() -> None:
@@ -218,7 +219,10 @@ def test_unusable_allow_list_is_a_problem_and_filters_nothing(value: str, reason
 def test_parsers_directly() -> None:
     assert parse_origins("all") == frozenset(HintOrigin)
     assert parse_origins("none") == frozenset()
-    assert parse_patterns("/a,/b*") == (PathPattern("/a", False), PathPattern("/b*", True))
+    assert parse_patterns("/a,/b*", ANNOTATIONS) == (
+        PathPattern("/a", False),
+        PathPattern("/b*", True),
+    )
     assert not PathPattern("/a", False).matches("")
     selection = HintSelection()
     assert selection.admits(TopologyHint(GPU))

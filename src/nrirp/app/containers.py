@@ -49,11 +49,12 @@ from typing import TYPE_CHECKING, Any
 from dependency_injector import containers, providers
 
 from nrirp.adapters.cgroups import CgroupfsHostControl
+from nrirp.adapters.documents import YamlAnnotationParser, load_policy_config
 from nrirp.adapters.memory import InMemoryHostControl, InMemoryStateStore, RecordingDecisionLog
 from nrirp.adapters.storage import FileStateStore
 from nrirp.adapters.sysfs import SysfsDiscovery, SysfsTopologyHints
 from nrirp.adapters.system import LoggingDecisionLog, SystemClock, ThreadTimers, read_config_file
-from nrirp.domain.config import PolicyConfig, load_policy_config
+from nrirp.domain.config import PolicyConfig
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.policies import builtin_registry
 from nrirp.domain.policy import Policy, PolicyRegistry
@@ -253,6 +254,7 @@ class CoreContainer(containers.DeclarativeContainer):
     timers: providers.Dependency[Any] = providers.Dependency(
         default=providers.Singleton(ThreadTimers)
     )
+    annotation_parser = providers.Singleton(YamlAnnotationParser)  # the same everywhere
 
     machine = providers.Singleton(discover_machine, hardware)
     policy_registry = providers.Singleton(make_policy_registry, config.policy_modules)
@@ -270,6 +272,7 @@ class CoreContainer(containers.DeclarativeContainer):
         metrics=metrics,
         hints=topology_hints,
         timers=timers,
+        annotation_parser=annotation_parser,
     )
 
 

@@ -17,6 +17,7 @@ from nrirp.domain.config.expression import Expression
 from nrirp.domain.config.expression import Operator as Op
 from nrirp.domain.model import Container, Pod
 from tests.domain.support import make_container, make_pod
+from tests.support.documents import ANNOTATIONS
 
 
 def pod_with(**annotations: str) -> Pod:
@@ -25,7 +26,7 @@ def pod_with(**annotations: str) -> Pod:
 
 def affinities_of(name: str = "web", **annotations: str) -> tuple[Affinity, ...]:
     pod = pod_with(**annotations)
-    return container_affinities(pod, make_container(pod, name))
+    return container_affinities(pod, make_container(pod, name), ANNOTATIONS)
 
 
 def names_in(*names: str) -> Expression:
@@ -43,7 +44,7 @@ def annotate(affinity: str | None = None, anti: str | None = None) -> dict[str, 
 
 def read(name: str = "web", **kw: str | None) -> tuple[Affinity, ...]:
     pod = make_pod("app", namespace="shop", annotations=annotate(**kw))
-    return container_affinities(pod, make_container(pod, name))
+    return container_affinities(pod, make_container(pod, name), ANNOTATIONS)
 
 
 # ------------------------------------------------------------------ shorthand
@@ -179,7 +180,7 @@ def test_legacy_keys_are_read() -> None:
             LEGACY_ANTI_AFFINITY_ANNOTATION: "web: [log]",
         },
     )
-    assert container_affinities(pod, make_container(pod, "web")) == (
+    assert container_affinities(pod, make_container(pod, "web"), ANNOTATIONS) == (
         Affinity(None, names_in("db"), 1),
         Affinity(None, names_in("log"), -1),
     )
@@ -194,7 +195,7 @@ def test_new_keys_win_over_legacy_ones_kind_by_kind() -> None:
             LEGACY_ANTI_AFFINITY_ANNOTATION: "web: [log]",
         },
     )
-    assert container_affinities(pod, make_container(pod, "web")) == (
+    assert container_affinities(pod, make_container(pod, "web"), ANNOTATIONS) == (
         Affinity(None, names_in("db"), 1),
         Affinity(None, names_in("log"), -1),
     )
@@ -202,14 +203,14 @@ def test_new_keys_win_over_legacy_ones_kind_by_kind() -> None:
 
 def test_other_annotations_are_ignored() -> None:
     pod = make_pod("app", annotations={"resource-policy.nri.io/affinity-x": "{{{"})
-    assert container_affinities(pod, make_container(pod, "web")) == ()
+    assert container_affinities(pod, make_container(pod, "web"), ANNOTATIONS) == ()
 
 
 # ------------------------------------------------------------------ errors
 def _error(name: str = "web", key: str = AFFINITY_ANNOTATION, text: str = "") -> AffinityError:
     pod = make_pod("app", namespace="shop", annotations={key: text})
     with pytest.raises(AffinityError) as caught:
-        container_affinities(pod, make_container(pod, name))
+        container_affinities(pod, make_container(pod, name), ANNOTATIONS)
     return caught.value
 
 
@@ -338,7 +339,7 @@ def test_pod_without_namespace_is_named_by_name() -> None:
     pod = Pod(id="pid", name="solo", annotations={AFFINITY_ANNOTATION: "web: 3"})
     ctr = Container(id="cid", pod_id="pid", name="web")
     with pytest.raises(AffinityError, match="of pod solo, container 'web'"):
-        container_affinities(pod, ctr)
+        container_affinities(pod, ctr, ANNOTATIONS)
 
 
 def test_affinity_values_check_their_weight() -> None:

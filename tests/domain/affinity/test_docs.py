@@ -21,6 +21,7 @@ from nrirp.domain.affinity import (
 from nrirp.domain.cache.store import Cache
 from nrirp.domain.model import ContainerState, QOSClass
 from tests.domain.support import make_container, make_pod
+from tests.support.documents import ANNOTATIONS
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "affinity.md"
 TEXT = DOC.read_text()
@@ -50,7 +51,7 @@ def test_every_example_entry_parses(annotations: dict[str, str]) -> None:
     pod = make_pod("doc", annotations=annotations)
     names = {name for value in annotations.values() for name in yaml.safe_load(value)}
     for name in names:
-        assert container_affinities(pod, make_container(pod, name))
+        assert container_affinities(pod, make_container(pod, name), ANNOTATIONS)
 
 
 def _world(
@@ -74,7 +75,7 @@ def _world(
 def _weights(cache: Cache, name: str) -> dict[str, int]:
     pod = cache.require_pod("id-me")
     ctr = cache.require_container(f"id-me-{name}")
-    weights = affinity_weights(cache, ctr, container_affinities(pod, ctr))
+    weights = affinity_weights(cache, ctr, container_affinities(pod, ctr, ANNOTATIONS))
     return {cid.removeprefix("id-"): w for cid, w in weights.items()}
 
 
@@ -135,7 +136,7 @@ ERROR_INPUTS = [
 def test_documented_error_messages_are_the_real_ones(text: str) -> None:
     pod = make_pod("shop", namespace="prod", annotations={AFFINITY_ANNOTATION: text})
     with pytest.raises(AffinityError) as caught:
-        container_affinities(pod, make_container(pod, "web"))
+        container_affinities(pod, make_container(pod, "web"), ANNOTATIONS)
     assert f"\n{caught.value}\n" in TEXT
 
 

@@ -22,6 +22,7 @@ from nrirp.domain.config.expression import Expression
 from nrirp.domain.config.expression import Operator as Op
 from nrirp.domain.model import Container, ContainerState, Pod
 from tests.domain.support import make_container, make_pod
+from tests.support.documents import ANNOTATIONS
 
 ALWAYS = Expression(operator=Op.ALWAYS_TRUE)
 
@@ -160,9 +161,9 @@ def test_annotations_to_weights_end_to_end() -> None:
         },
     )
     peter, sheep, wolf, dog = add(cache, pod, "peter", "sheep", "wolf", "dog")
-    weights = affinity_weights(cache, peter, container_affinities(pod, peter))
+    weights = affinity_weights(cache, peter, container_affinities(pod, peter, ANNOTATIONS))
     assert weights == {sheep.id: 5, wolf.id: -1}
-    assert affinity_weights(cache, dog, container_affinities(pod, dog)) == {}
+    assert affinity_weights(cache, dog, container_affinities(pod, dog, ANNOTATIONS)) == {}
 
 
 # ------------------------------------------------------------------ implicit affinities

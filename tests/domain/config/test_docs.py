@@ -9,8 +9,9 @@ import attrs
 import pytest
 import yaml
 
+from nrirp.adapters.documents import load_policy_config
 from nrirp.domain import config as cfg
-from nrirp.domain.config import ConfigError, load_policy_config
+from nrirp.domain.config import ConfigError
 from nrirp.domain.config.keys import key_map
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"

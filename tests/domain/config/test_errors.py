@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from nrirp.domain.config import ConfigError, ConfigProblem, load_policy_config
+from nrirp.adapters.documents import load_policy_config
+from nrirp.domain.config import ConfigError, ConfigProblem
 from tests.domain.config.documents import BALLOONS_SPEC, as_custom_resource
 
 RESERVED = "reservedResources: {cpu: 750m}\n"

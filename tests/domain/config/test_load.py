@@ -9,6 +9,7 @@ from types import MappingProxyType
 import pytest
 import yaml
 
+from nrirp.adapters.documents import load_policy_config
 from nrirp.domain.config import (
     BUILTIN_DEFAULT,
     BUILTIN_RESERVED,
@@ -38,7 +39,6 @@ from nrirp.domain.config import (
     TemplatePolicySpec,
     TopologyAwarePolicySpec,
     TurboDomain,
-    load_policy_config,
     unstructure_policy_config,
 )
 from nrirp.domain.cpuset import CPUSet

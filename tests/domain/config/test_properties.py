@@ -9,10 +9,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nrirp.adapters.documents import load_policy_config
 from nrirp.domain.config import (
     ConfigError,
     PolicyConfig,
-    load_policy_config,
     unstructure_policy_config,
 )
 from tests.domain.config.strategies import DOCUMENTS

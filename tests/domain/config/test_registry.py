@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import attrs
 import pytest
 
+from nrirp.adapters.documents import load_policy_config
 from nrirp.domain.config import (
     ConfigError,
     Quantity,
-    load_policy_config,
     register_spec,
     registered_policies,
     spec_registration,

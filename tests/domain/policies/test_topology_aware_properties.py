@@ -41,10 +41,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from nrirp.adapters.documents import load_policy_config
 from nrirp.adapters.fakehw import expected_machine, load_machine, spec_from_data, spec_to_data
 from nrirp.adapters.fakehw.hints import FakeTopologyHints
 from nrirp.adapters.memory import InMemoryStateStore, RecordingRuntimeUpdates
-from nrirp.domain.config import PolicyConfig, load_policy_config
+from nrirp.domain.config import PolicyConfig
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import (
     Container,
@@ -66,6 +67,7 @@ from nrirp.domain.pipeline import OperationFailedError, ResourceManager
 from nrirp.domain.policies import builtin_registry
 from nrirp.domain.topology import Machine, MemoryType
 from nrirp.domain.topology.hints import TopologyHint
+from tests.support.documents import ANNOTATIONS
 
 POLICY = "topology-aware"
 DOMAIN = "resource-policy.nri.io"
@@ -421,6 +423,7 @@ class Rig:
             store=store,
             updates=sent,
             hints=FakeTopologyHints(hint_table(machine_name)),
+            annotation_parser=ANNOTATIONS,
         )
         return cls(machine_name, store, manager, sent)
 

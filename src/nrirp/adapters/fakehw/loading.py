@@ -10,13 +10,15 @@ from typing import Any
 
 import attrs
 import cattrs
-import yaml
 from cattrs.gen import make_dict_structure_fn
 
+from nrirp.adapters.documents import MACHINE_SPEC, UnreadableDocument, load_document
 from nrirp.adapters.fakehw.errors import MachineSpecError
 from nrirp.adapters.fakehw.layout import resolve
 from nrirp.adapters.fakehw.spec import ByteSize, MachineSpec
+from nrirp.domain.config.errors import MAX_SHOWN_PROBLEMS
 from nrirp.domain.cpuset import CPUSet, CPUSetError, structure_cpuset, unstructure_cpuset
+from nrirp.domain.ports.documents import clip
 
 
 class _BadValue(ValueError):
@@ -107,50 +109,48 @@ def _format(exc: BaseException, type_: Any) -> str:
     return cattrs.v.format_exception(exc, type_)
 
 
-class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """Safe YAML loader that rejects duplicate mapping keys instead of keeping the last."""
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        seen.add(key)
-    return dict(loader.construct_mapping(node))
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def spec_from_data(data: Any, source: str = "<spec>") -> MachineSpec:
     """Structure already-parsed YAML/JSON data into a validated spec."""
     try:
         spec = converter.structure(data, MachineSpec)
     except (cattrs.BaseValidationError, _BadValue) as err:
         problems = cattrs.transform_error(err, path="$", format_exception=_format)
-        message = f"{source}: invalid machine spec:\n  " + "\n  ".join(problems)
+        shown = [clip(p) for p in problems[:MAX_SHOWN_PROBLEMS]]
+        if len(problems) > MAX_SHOWN_PROBLEMS:
+            shown.append(f"... and {len(problems) - MAX_SHOWN_PROBLEMS} more")
+        message = f"{source}: invalid machine spec:\n  " + "\n  ".join(shown)
         raise MachineSpecError(message) from None
-    resolve(spec, source)  # the layout rules do the remaining validation
+    except Exception as exc:  # data no YAML document gives (or a bug): still a spec error
+        raise MachineSpecError(
+            f"{source}: invalid machine spec: {type(exc).__name__}: {clip(str(exc))}"
+        ) from None
+    try:
+        resolve(spec, source)  # the layout rules do the remaining validation
+    except MachineSpecError:
+        raise
+    except Exception as exc:  # a bug, or a spec too big to lay out: still a spec error
+        raise MachineSpecError(
+            f"{source}: invalid machine spec: {type(exc).__name__}: {clip(str(exc))}"
+        ) from None
     return spec
 
 
-def spec_from_yaml(text: str, source: str = "<spec>") -> MachineSpec:
-    """Parse and validate a YAML machine spec; ``source`` names it in errors."""
+def spec_from_yaml(text: str | bytes, source: str = "<spec>") -> MachineSpec:
+    """Parse and validate a YAML machine spec (text, or UTF-8 bytes; within the machine-spec
+    budget); ``source`` names it in errors."""
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a safe loader subclass
-    except yaml.YAMLError as err:
-        raise MachineSpecError(f"{source}: not valid YAML: {err}") from None
+        data = load_document(text, MACHINE_SPEC)
+    except UnreadableDocument as err:
+        reason = err.describe("not valid YAML")
+        raise MachineSpecError(f"{source}: {reason}") from None
     return spec_from_data(data, source)
 
 
 def spec_from_file(path: str | Path) -> MachineSpec:
     """Load a machine spec file."""
     try:
-        text = Path(path).read_text()
+        with open(path, "rb") as handle:
+            text = handle.read(MACHINE_SPEC.max_bytes + 1)  # more is refused unread
     except OSError as err:
         raise MachineSpecError(f"{path}: cannot read: {err.strerror}") from None
     return spec_from_yaml(text, str(path))

@@ -1,5 +1,15 @@
-"""The process clock (the domain's default, re-exported for composition)."""
+"""The process clock."""
 
-from nrirp.domain.ports.clock import SystemClock
+from __future__ import annotations
 
-__all__ = ["SystemClock"]
+import time
+
+
+class SystemClock:
+    """The process clock: ``time.time()`` and ``time.monotonic()``."""
+
+    def now(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()

@@ -32,9 +32,10 @@ from typing import Any
 
 from dependency_injector import providers
 
+from nrirp.adapters.documents import load_policy_config
 from nrirp.app.containers import EmbeddedContainer
 from nrirp.app.embed.policy_modules import resolve_policy_modules
-from nrirp.domain.config import ConfigError, PolicyConfig, load_policy_config
+from nrirp.domain.config import ConfigError, PolicyConfig
 from nrirp.domain.model import Container, LinuxResources, Pod, Update
 from nrirp.domain.pipeline import (
     CreateResult,
@@ -272,8 +273,8 @@ class Engine:
         if not isinstance(config, PolicyConfig):
             try:
                 config = load_policy_config(self.policy.name, config)
-            except ConfigError as exc:
-                return ReconfigureOutcome(False, "; ".join(str(p) for p in exc.problems))
+            except ConfigError as exc:  # the loader's one error class, whatever went wrong
+                return ReconfigureOutcome(False, "; ".join(exc.shown_problems()))
         return self.manager.reconfigure(config)
 
     def inject_event(self, event: PolicyEvent) -> None:

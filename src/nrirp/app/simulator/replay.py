@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from nrirp.adapters.documents import load_policy_config
 from nrirp.adapters.memory import RecordingDecisionLog
 from nrirp.adapters.system import ConfigFileError, read_config_file
 from nrirp.app.simulator.describe import describe_step
@@ -38,7 +39,7 @@ from nrirp.app.simulator.workload import (
     UpdateContainer,
     Workload,
 )
-from nrirp.domain.config import ConfigError, load_policy_config
+from nrirp.domain.config import ConfigError
 from nrirp.domain.config.duration import Duration
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.pipeline import ResourceManager

@@ -13,10 +13,11 @@ from typing import Any
 
 import attrs
 
+from nrirp.adapters.documents import WORKLOAD, UnreadableDocument, load_document
 from nrirp.domain.config.converter import structure
-from nrirp.domain.config.document import YAMLSyntaxError, parse_text
 from nrirp.domain.config.duration import Duration
 from nrirp.domain.config.errors import (
+    MAX_SHOWN_PROBLEMS,
     InvalidObject,
     InvalidValue,
     Issue,
@@ -34,6 +35,7 @@ from nrirp.domain.model.pod_spec import (
     MountSpec,
     PodSpec,
 )
+from nrirp.domain.ports.documents import DocumentError
 
 CONTAINER_ANNOTATION = "/container."
 """The reference's per-container annotation convention: ``KEY/container.NAME`` on the pod."""
@@ -41,15 +43,19 @@ DEFAULT_NAMESPACE = "default"
 MAX_SLEEP_SECONDS = 600.0
 
 
-class WorkloadError(ValueError):
-    """A workload that cannot be replayed; ``problems`` lists every ``(path, message)``."""
+class WorkloadError(DocumentError):
+    """A workload that cannot be replayed; ``problems`` lists every ``(path, message)`` (the
+    message shows the first few and counts the rest)."""
 
     def __init__(self, source: str, problems: list[tuple[str, str]]) -> None:
         self.source = source
         self.problems = problems
         count = len(problems)
         head = f"invalid workload {source} ({count} problem{'s' if count != 1 else ''})"
-        super().__init__(head + ":\n" + "\n".join(f"  {p}: {m}" for p, m in problems))
+        lines = [f"  {p}: {m}" for p, m in problems[:MAX_SHOWN_PROBLEMS]]
+        if count > MAX_SHOWN_PROBLEMS:
+            lines.append(f"  ... and {count - MAX_SHOWN_PROBLEMS} more")
+        super().__init__(head + ":\n" + "\n".join(lines))
 
 
 # ---------------------------------------------------------------------- resources
@@ -437,15 +443,17 @@ def _issue_text(path: Path) -> str:
     return text
 
 
-def parse_workload(source: str | Any, *, name: str = "<workload>", base_dir: str = ".") -> Workload:
-    """A workload from YAML/JSON text or parsed data: a list of steps, or a mapping with
-    ``steps`` (and an optional ``description``). Raises :class:`WorkloadError` listing every
-    problem with its path."""
+def parse_workload(
+    source: str | bytes | Any, *, name: str = "<workload>", base_dir: str = "."
+) -> Workload:
+    """A workload from YAML/JSON text (or UTF-8 bytes; within the workload budget) or parsed
+    data: a list of steps, or a mapping with ``steps`` (and an optional ``description``).
+    Raises :class:`WorkloadError` listing every problem with its path."""
     data: Any = source
-    if isinstance(source, str):
+    if isinstance(source, str | bytes):
         try:
-            data = parse_text(source)
-        except YAMLSyntaxError as exc:
+            data = load_document(source, WORKLOAD)
+        except UnreadableDocument as exc:
             raise WorkloadError(name, [("<document>", str(exc))]) from None
     if isinstance(data, list):
         data = {"steps": data}
@@ -468,6 +476,6 @@ def parse_workload(source: str | Any, *, name: str = "<workload>", base_dir: str
 
 def load_workload(path: str) -> Workload:
     """Read and parse the workload file at ``path`` (``OSError`` if unreadable)."""
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
+    with open(path, "rb") as handle:
+        text = handle.read(WORKLOAD.max_bytes + 1)  # more is refused without reading it all
     return parse_workload(text, name=path, base_dir=os.path.dirname(os.path.abspath(path)))

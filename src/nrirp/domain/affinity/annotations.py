@@ -1,6 +1,7 @@
 """Affinities from pod annotations, in the reference's full and shorthand forms.
 
-The value of ``resource-policy.nri.io/affinity`` (and ``.../anti-affinity``) is YAML keyed by
+The value of ``resource-policy.nri.io/affinity`` (and ``.../anti-affinity``) is YAML (read by
+the :class:`~nrirp.domain.ports.documents.AnnotationParser` the caller passes) keyed by
 container name. An entry is a list of rules ``{scope, match, weight}``, or the shorthand: a
 list of container names (or one name) of the same pod. Anti-affinity weights are negated. The
 legacy ``cri-resource-manager.intel.com/`` keys are read when the new ones are absent.
@@ -16,12 +17,12 @@ import attrs
 
 from nrirp.domain.affinity.model import MAX_WEIGHT, MIN_WEIGHT, Affinity, AffinityError
 from nrirp.domain.config.converter import structure
-from nrirp.domain.config.document import YAMLSyntaxError, parse_text
 from nrirp.domain.config.errors import Issue, Path, format_path, quote
 from nrirp.domain.config.expression import Expression, Operator
 from nrirp.domain.config.validation import check_range
 from nrirp.domain.matching import expression_problems
 from nrirp.domain.model import Container, Pod
+from nrirp.domain.ports.documents import AnnotationParser, DocumentError
 
 AFFINITY_ANNOTATION = "resource-policy.nri.io/affinity"
 ANTI_AFFINITY_ANNOTATION = "resource-policy.nri.io/anti-affinity"
@@ -115,10 +116,10 @@ def _entry(entry: Any, name: str, sign: int) -> tuple[Affinity, ...]:
 
 
 @lru_cache(maxsize=512)
-def _parse(text: str, name: str, sign: int) -> tuple[Affinity, ...]:
+def _parse(parser: AnnotationParser, text: str, name: str, sign: int) -> tuple[Affinity, ...]:
     try:
-        document = parse_text(text)
-    except YAMLSyntaxError as err:
+        document = parser.parse(text)
+    except DocumentError as err:
         raise _Invalid([str(err)]) from None
     if document is None:
         return ()
@@ -145,10 +146,14 @@ def annotation_of(annotations: Mapping[str, str], keys: tuple[str, ...]) -> tupl
     return None
 
 
-def container_affinities(pod: Pod, container: Container) -> tuple[Affinity, ...]:
-    """The container's affinities and anti-affinities from its pod's annotations.
+def container_affinities(
+    pod: Pod, container: Container, parser: AnnotationParser
+) -> tuple[Affinity, ...]:
+    """The container's affinities and anti-affinities from its pod's annotations, read with
+    ``parser`` (the policy's ``ctx.annotation_parser``).
 
-    Raises :class:`AffinityError` when the annotation is not valid YAML, is not keyed by
+    Raises :class:`AffinityError` when the annotation is not valid YAML (or over the
+    annotation budget: anchors, aliases, tags, size, nesting), is not keyed by
     container name, or the container's entry is malformed (unknown keys, a bad operator, a
     weight out of range, a malformed glob pattern). Entries of other containers are not read.
     """
@@ -161,7 +166,7 @@ def container_affinities(pod: Pod, container: Container) -> tuple[Affinity, ...]
             continue
         key, text = annotation
         try:
-            found.extend(_parse(text, container.name, sign))
+            found.extend(_parse(parser, text, container.name, sign))
         except _Invalid as err:
             raise AffinityError(key, _pod_name(pod), container.name, err.problems) from None
     return tuple(found)

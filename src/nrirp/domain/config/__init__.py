@@ -1,7 +1,8 @@
 """Policy configuration models: the reference's CRD specs as typed, validated attrs values.
 
-Entry points: :func:`load_policy_config` (text or data -> :class:`PolicyConfig`, or one
-:class:`ConfigError` listing every problem), :func:`unstructure_policy_config` (back to the
+Entry points: :func:`load_policy_config` (parsed data -> :class:`PolicyConfig`, or one
+:class:`ConfigError` listing the problems; text goes through
+``nrirp.adapters.documents.load_policy_config``), :func:`unstructure_policy_config` (back to the
 reference's key names) and :func:`register_spec` (for pluggable policies).
 """
 

@@ -44,6 +44,48 @@ T = TypeVar("T")
 _MAPPING_KEY_NOTE = "Structuring mapping key"
 _RULE_CHECKS = contextvars.ContextVar("nrirp_config_rule_checks", default=True)
 
+MAX_CHECKED_PROBLEMS = 100
+"""Lists and mappings stop being checked once one :func:`structure` call has found this many
+bad items: the report stays small and quick however long the input."""
+
+
+class _Tally:
+    """Bad items found so far by one :func:`structure` call."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.stopped = False
+
+
+_TALLY: contextvars.ContextVar[_Tally | None] = contextvars.ContextVar(
+    "nrirp_config_tally", default=None
+)
+
+
+class ChecksStopped(ValueError):
+    """Stands for the items of a list or mapping left unchecked after too many problems."""
+
+    def __init__(self, unchecked: int) -> None:
+        super().__init__(
+            f"{unchecked} more item{'s' if unchecked != 1 else ''} not checked"
+            f" (checking stops after {MAX_CHECKED_PROBLEMS} problems)"
+        )
+
+
+def _stop_after_problem(errors: list[Exception], unchecked: int) -> bool:
+    """Count one bad item; when the budget is spent, note the unchecked rest (once per call)
+    and say so."""
+    tally = _TALLY.get()
+    if tally is None:
+        return False
+    tally.count += 1
+    if tally.count < MAX_CHECKED_PROBLEMS:
+        return False
+    if not tally.stopped and unchecked:
+        errors.append(ChecksStopped(unchecked))
+    tally.stopped = True
+    return True
+
 
 # ---------------------------------------------------------------------- primitives
 def _structure_bool(value: Any, _: Any) -> bool:
@@ -129,6 +171,8 @@ def _tuple_hook(conv: cattrs.Converter, t: Any) -> Callable[[Any, Any], tuple[An
             except Exception as err:
                 note = IterableValidationNote(f"Structuring item @ index {index}", index, t)
                 errors.append(_note_for(err, note))
+                if _stop_after_problem(errors, len(value) - index - 1):
+                    break
         if errors:
             raise IterableValidationError("While structuring a list", errors, t)
         return tuple(out)
@@ -146,19 +190,22 @@ def _mapping_hook(conv: cattrs.Converter, t: Any) -> Callable[[Any, Any], Mappin
             raise InvalidValue(value, "expected a mapping")
         out: dict[Any, Any] = {}
         errors: list[Exception] = []
-        for raw_key, item in value.items():
+        for position, (raw_key, item) in enumerate(value.items()):
             segment = raw_key if isinstance(raw_key, str) else str(raw_key)
             try:
                 key = key_hook(raw_key, key_type)
+                try:
+                    out[key] = value_hook(item, value_type)
+                except Exception as err:
+                    text = f"Structuring mapping value @ {segment}"
+                    errors.append(_note_for(err, IterableValidationNote(text, segment, t)))
+                    if _stop_after_problem(errors, len(value) - position - 1):
+                        break
             except Exception as err:
                 note = IterableValidationNote(f"{_MAPPING_KEY_NOTE} @ {segment}", segment, t)
                 errors.append(_note_for(err, note))
-                continue
-            try:
-                out[key] = value_hook(item, value_type)
-            except Exception as err:
-                note = IterableValidationNote(f"Structuring mapping value @ {segment}", segment, t)
-                errors.append(_note_for(err, note))
+                if _stop_after_problem(errors, len(value) - position - 1):
+                    break
         if errors:
             raise IterableValidationError("While structuring a mapping", errors, t)
         return types.MappingProxyType(out)
@@ -347,11 +394,17 @@ def structure(data: Any, cls: type[T]) -> tuple[T | None, list[Issue]]:
     Rules of an object are checked as soon as it is built, so they are reported together with
     type errors elsewhere; but a broken object cannot be part of its parent, which hides the
     parent's own rules. So when every problem found is a rule violation, the data is structured
-    again without checks and the rules of the whole tree are collected in one walk."""
+    again without checks and the rules of the whole tree are collected in one walk.
+
+    Lists and mappings stop being checked after :data:`MAX_CHECKED_PROBLEMS` bad items (an
+    issue then says how many items were left unchecked)."""
+    tally = _TALLY.set(_Tally())
     try:
         return CONVERTER.structure(data, cls), []
     except Exception as error:  # every failure becomes issues; nothing escapes unexplained
         first_pass = error
+    finally:
+        _TALLY.reset(tally)
     if not _only_rule_violations(first_pass):
         return None, list(issues_of(first_pass))
     token = _RULE_CHECKS.set(False)

@@ -7,10 +7,14 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
+from nrirp.domain.ports.documents import DocumentError
+
 PathSegment = str | int
 Path = tuple[PathSegment, ...]
 
 ROOT = "<document>"
+MAX_SHOWN_PROBLEMS = 20
+"""An error message lists this many problems, then counts the others."""
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_/-]+")
 _MAX_QUOTED = 80
 
@@ -25,8 +29,10 @@ class ConfigProblem(NamedTuple):
         return f"{self.path}: {self.message}"
 
 
-class ConfigError(ValueError):
-    """A configuration that is invalid; ``problems`` lists every problem found."""
+class ConfigError(DocumentError):
+    """A configuration that is invalid; ``problems`` lists every problem found (checking stops
+    once a document has :data:`~nrirp.domain.config.converter.MAX_CHECKED_PROBLEMS` bad
+    values). The message shows the first :data:`MAX_SHOWN_PROBLEMS` and counts the rest."""
 
     def __init__(self, problems: Sequence[ConfigProblem], *, subject: str = "configuration"):
         if not problems:
@@ -35,10 +41,17 @@ class ConfigError(ValueError):
         self.subject = subject
         super().__init__(self._render())
 
+    def shown_problems(self) -> list[str]:
+        """The first :data:`MAX_SHOWN_PROBLEMS` problems as text, then how many more."""
+        shown = [str(p) for p in self.problems[:MAX_SHOWN_PROBLEMS]]
+        if len(self.problems) > len(shown):
+            shown.append(f"... and {len(self.problems) - len(shown)} more")
+        return shown
+
     def _render(self) -> str:
         count = len(self.problems)
         head = f"invalid {self.subject} ({count} problem{'s' if count > 1 else ''})"
-        return head + ":\n" + "\n".join(f"  {p}" for p in self.problems)
+        return head + ":\n" + "\n".join(f"  {line}" for line in self.shown_problems())
 
 
 class InvalidValue(ValueError):

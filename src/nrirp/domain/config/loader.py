@@ -1,5 +1,6 @@
-"""``load_policy_config``: text or data in, one complete valid :class:`PolicyConfig` out, or one
-:class:`ConfigError` listing every problem. Pure: the caller reads files."""
+"""``load_policy_config``: parsed data in, one complete valid :class:`PolicyConfig` out, or one
+:class:`ConfigError` listing the problems. Pure: text is read and parsed by the documents
+adapter (``nrirp.adapters.documents.load_policy_config`` takes text too)."""
 
 from __future__ import annotations
 
@@ -11,21 +12,17 @@ import attrs
 from nrirp.domain.config.agent import AgentConfig
 from nrirp.domain.config.control import ControlConfig
 from nrirp.domain.config.converter import structure, unstructure
-from nrirp.domain.config.document import (
-    API_VERSION,
-    YAMLSyntaxError,
-    is_custom_resource,
-    parse_text,
-    unwrap_custom_resource,
-)
+from nrirp.domain.config.document import API_VERSION, is_custom_resource, unwrap_custom_resource
 from nrirp.domain.config.errors import ROOT, ConfigError, ConfigProblem, Issue, Path, format_path
 from nrirp.domain.config.instrumentation import InstrumentationConfig
 from nrirp.domain.config.log import LogConfig
 from nrirp.domain.config.registry import (
     COMMON_BLOCK_KEYS,
+    SpecRegistration,
     registered_policies,
     spec_registration,
 )
+from nrirp.domain.ports.documents import clip
 
 _COMMON_BLOCKS: dict[str, type] = {
     "control": ControlConfig,
@@ -74,12 +71,13 @@ def _in_document_order(issues: list[Issue], spec: Mapping[Any, Any], prefix: Pat
     return sorted(issues, key=position)
 
 
-def load_policy_config(policy: str, source: str | Mapping[str, Any]) -> PolicyConfig:
-    """Load the config of ``policy`` from YAML/JSON text or parsed data, given either as the
-    bare spec or as a whole ``config.nri/v1alpha1`` custom-resource document.
+def load_policy_config(policy: str, data: object) -> PolicyConfig:
+    """Load the config of ``policy`` from parsed data (``None`` is an empty spec): the bare
+    spec or a whole ``config.nri/v1alpha1`` custom-resource document, as a mapping.
 
-    Raises :class:`ConfigError` listing every problem (path and bad value); never returns a
-    partial config."""
+    Raises :class:`ConfigError` listing the problems (path and bad value), and nothing else:
+    an unexpected failure is reported as one problem naming its exception type. Never
+    returns a partial config."""
     registration = spec_registration(policy)
     if registration is None:
         known = ", ".join(repr(p) for p in registered_policies())
@@ -87,12 +85,16 @@ def load_policy_config(policy: str, source: str | Mapping[str, Any]) -> PolicyCo
             [ConfigProblem(ROOT, f"unknown policy {policy!r} (known: {known})")],
             subject="policy configuration",
         )
-    data: Any = source
-    if isinstance(source, str):
-        try:
-            data = parse_text(source)
-        except YAMLSyntaxError as err:
-            raise _fail(policy, [((), str(err))]) from None
+    try:
+        return _load(policy, registration, data)
+    except ConfigError:
+        raise
+    except Exception as exc:  # a bug, or data no document gives: still the one error class
+        reason = f"cannot load it ({type(exc).__name__}: {clip(str(exc))})"
+        raise _fail(policy, [((), reason)]) from None
+
+
+def _load(policy: str, registration: SpecRegistration, data: object) -> PolicyConfig:
     if data is None:
         data = {}
     if not isinstance(data, Mapping):

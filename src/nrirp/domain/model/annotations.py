@@ -15,6 +15,7 @@ import attrs
 
 from nrirp.domain.config.duration import Duration, DurationError
 from nrirp.domain.cpuset import CPUSet, CPUSetError
+from nrirp.domain.ports.documents import clip
 
 RESOURCE_POLICY_DOMAIN = "resource-policy.nri.io"
 
@@ -67,7 +68,7 @@ class AnnotationProblem:
     reason: str
 
     def __str__(self) -> str:
-        return f"annotation {self.key}={self.value!r} ignored: {self.reason}"
+        return f"annotation {self.key}={clip(repr(self.value))} ignored: {self.reason}"
 
 
 @attrs.define

@@ -71,8 +71,9 @@ from nrirp.domain.policy import (
     TopologyZone,
     UpdatesFailed,
 )
-from nrirp.domain.ports.clock import Clock, SystemClock
+from nrirp.domain.ports.clock import Clock, StoppedClock
 from nrirp.domain.ports.decisions import DecisionLog, Notice, NullDecisionLog, Severity
+from nrirp.domain.ports.documents import AnnotationParser
 from nrirp.domain.ports.host_control import HostControl
 from nrirp.domain.ports.metrics import Metrics
 from nrirp.domain.ports.runtime_updates import RuntimeUpdates
@@ -107,11 +108,12 @@ class ResourceManager:
         config_codec: ConfigCodec | None = None,
         hints: TopologyHintSource | None = None,
         timers: Timers | None = None,
+        annotation_parser: AnnotationParser | None = None,
     ) -> None:
         self._policy = policy
         self._machine = machine
         self._updates = updates
-        self._clock: Clock = clock or SystemClock()
+        self._clock: Clock = clock or StoppedClock()  # the compositions pass the real one
         self._log: DecisionLog = decisions or NullDecisionLog()
         if controllers is None:
             default: list[Controller] = [RuntimeController()]
@@ -152,6 +154,7 @@ class ResourceManager:
             notify=self._notify,
             hints=hints,
             timers=timers,
+            annotation_parser=annotation_parser,
         )
 
     # ================================================================== properties

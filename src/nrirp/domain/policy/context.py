@@ -10,6 +10,7 @@ from nrirp.domain.model import AnnotationProblem, AnnotationReader, Container, D
 from nrirp.domain.policy.events import PolicyEvent
 from nrirp.domain.ports.clock import Clock
 from nrirp.domain.ports.decisions import Severity
+from nrirp.domain.ports.documents import AnnotationParser, UnwiredAnnotationParser
 from nrirp.domain.ports.timers import TimerHandle, Timers
 from nrirp.domain.ports.topology_hints import TopologyHintSource
 from nrirp.domain.topology import Machine
@@ -33,7 +34,9 @@ class PolicyContext:
 
     Only use it from inside policy calls (they run serialized); from other threads (timers),
     call :meth:`inject_event` and act in ``handle_event``. ``hints`` finds topology hints for
-    containers' devices and mounts (none without it); ``timers`` backs :meth:`schedule_event`.
+    containers' devices and mounts (none without it); ``timers`` backs :meth:`schedule_event`;
+    ``annotation_parser`` reads YAML annotation values (without one, every such value is
+    reported as unusable).
     """
 
     def __init__(
@@ -47,6 +50,7 @@ class PolicyContext:
         notify: NoticeFn,
         hints: TopologyHintSource | None = None,
         timers: Timers | None = None,
+        annotation_parser: AnnotationParser | None = None,
     ) -> None:
         self._cache = cache
         self._machine = machine
@@ -57,6 +61,7 @@ class PolicyContext:
         self._readers: list[AnnotationReader] = []
         self._hints = hints
         self._timers = timers
+        self._annotation_parser = annotation_parser or UnwiredAnnotationParser()
         self._hint_cache: dict[
             str, tuple[tuple[Mount, ...], tuple[Device, ...], Mapping[str, TopologyHint]]
         ] = {}
@@ -73,6 +78,11 @@ class PolicyContext:
     @property
     def clock(self) -> Clock:
         return self._clock
+
+    @property
+    def annotation_parser(self) -> AnnotationParser:
+        """Reads YAML-valued annotations (affinities, hint lists) within the input budget."""
+        return self._annotation_parser
 
     @property
     def memory_capacity(self) -> int:
@@ -127,7 +137,7 @@ class PolicyContext:
         found = self._raw_hints(container)
         if not found:
             return {}
-        return select_hints(found, self.annotations(container))
+        return select_hints(found, self.annotations(container), self._annotation_parser)
 
     def _raw_hints(self, container: Container) -> Mapping[str, TopologyHint]:
         assert self._hints is not None

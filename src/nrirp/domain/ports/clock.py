@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Protocol
 
 
@@ -16,11 +15,13 @@ class Clock(Protocol):
     def monotonic(self) -> float: ...
 
 
-class SystemClock:
-    """The process clock."""
+class StoppedClock:
+    """A clock that stands at 0: what the domain uses when no clock is passed (the domain
+    reads no time itself). The app's compositions pass ``adapters.system.SystemClock``; tests
+    that move time use ``adapters.memory.FakeClock``."""
 
     def now(self) -> float:
-        return time.time()
+        return 0.0
 
     def monotonic(self) -> float:
-        return time.monotonic()
+        return 0.0

@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 
 import attrs
 
-from nrirp.domain.config.document import YAMLSyntaxError, parse_text
 from nrirp.domain.cpuset import EMPTY, CPUSet
 from nrirp.domain.model.annotations import (
     AnnotationProblem,
@@ -36,6 +35,7 @@ from nrirp.domain.model.annotations import (
     parse_bool,
     policy_key,
 )
+from nrirp.domain.ports.documents import AnnotationParser, DocumentError
 
 TOPOLOGY_HINTS_KEY = policy_key("topologyhints")
 ALLOW_TOPOLOGY_HINTS_KEY = policy_key("allow.topologyhints")
@@ -119,12 +119,13 @@ class PathPattern:
 _GLOB_CHARS = frozenset("*?[")
 
 
-def parse_patterns(text: str) -> tuple[PathPattern, ...]:
+def parse_patterns(text: str, parser: AnnotationParser) -> tuple[PathPattern, ...]:
     """Patterns from an allow/deny annotation value (raises ``ValueError`` when unusable).
 
     Accepted forms: a comma-separated list (``/dev/nvme*,/sys/devices/pci0000:00``), a YAML
-    list of strings, or the reference's YAML mapping ``{type: glob|prefix, paths: [...]}``.
-    In the first two forms an entry with ``*``, ``?`` or ``[`` is a glob, anything else a prefix.
+    list of strings, or the reference's YAML mapping ``{type: glob|prefix, paths: [...]}``
+    (YAML read by ``parser``). In the first two forms an entry with ``*``, ``?`` or ``[`` is a
+    glob, anything else a prefix.
     """
     stripped = text.strip()
     if not stripped:
@@ -132,8 +133,8 @@ def parse_patterns(text: str) -> tuple[PathPattern, ...]:
     data: Any = stripped
     if stripped[0] in "[{-" or "\n" in stripped or stripped.startswith(("type:", "paths:")):
         try:
-            data = parse_text(stripped)
-        except YAMLSyntaxError as exc:
+            data = parser.parse(stripped)
+        except DocumentError as exc:
             raise ValueError(f"not a path list: {exc}") from None
     if isinstance(data, str):
         entries = [part.strip() for part in data.split(",")]
@@ -209,10 +210,6 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
         raise ValueError(f"invalid glob {pattern!r}: {exc}") from None
 
 
-def _optional_patterns(text: str) -> tuple[PathPattern, ...] | None:
-    return parse_patterns(text)
-
-
 def parse_origins(text: str) -> frozenset[HintOrigin]:
     """The hint sources a ``topologyhints`` value enables (raises ``ValueError``)."""
     try:
@@ -257,13 +254,19 @@ class HintSelection:
     deny: tuple[PathPattern, ...] = ()
 
     @classmethod
-    def from_annotations(cls, reader: AnnotationReader) -> HintSelection:
-        """The selection ``reader``'s annotations ask for; unusable values are recorded as
-        problems on ``reader`` and replaced by the default (allow/deny: no filtering)."""
+    def from_annotations(cls, reader: AnnotationReader, parser: AnnotationParser) -> HintSelection:
+        """The selection ``reader``'s annotations ask for (YAML values read by ``parser``);
+        unusable values are recorded as problems on ``reader`` and replaced by the default
+        (allow/deny: no filtering)."""
+
+        def patterns(text: str) -> tuple[PathPattern, ...]:
+            return parse_patterns(text, parser)
+
+        no_allow_list: tuple[PathPattern, ...] | None = None
         return cls(
             origins=_annotation(reader, TOPOLOGY_HINTS_KEY, parse_origins, DEFAULT_HINT_ORIGINS),
-            allow=_annotation(reader, ALLOW_TOPOLOGY_HINTS_KEY, _optional_patterns, None),
-            deny=_annotation(reader, DENY_TOPOLOGY_HINTS_KEY, parse_patterns, ()),
+            allow=_annotation(reader, ALLOW_TOPOLOGY_HINTS_KEY, patterns, no_allow_list),
+            deny=_annotation(reader, DENY_TOPOLOGY_HINTS_KEY, patterns, ()),
         )
 
     def admits(self, hint: TopologyHint) -> bool:
@@ -276,10 +279,11 @@ class HintSelection:
 
 
 def select_hints(
-    hints: Mapping[str, TopologyHint], annotations: AnnotationReader
+    hints: Mapping[str, TopologyHint], annotations: AnnotationReader, parser: AnnotationParser
 ) -> dict[str, TopologyHint]:
     """The hints the container's annotations let through: its sources (``topologyhints``),
     then the allow list (when given, only matching hints), then the deny list (which wins).
-    A pattern matches a hint when it matches its provider or its path."""
-    selection = HintSelection.from_annotations(annotations)
+    A pattern matches a hint when it matches its provider or its path. YAML values are read
+    by ``parser``."""
+    selection = HintSelection.from_annotations(annotations, parser)
     return {key: hint for key, hint in hints.items() if selection.admits(hint)}

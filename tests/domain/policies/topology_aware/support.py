@@ -27,6 +27,7 @@ from nrirp.domain.policies.topology_aware import TopologyAwarePolicy
 from nrirp.domain.policies.topology_aware.allocations import Allocations
 from nrirp.domain.ports.topology_hints import TopologyHintSource
 from nrirp.domain.topology import CPU, Machine, NumaNode
+from tests.support.documents import ANNOTATIONS
 
 GiB = 1 << 30
 DOMAIN = "resource-policy.nri.io"
@@ -213,6 +214,7 @@ def make_rig(
         decisions=log,
         hints=hints,
         timers=timers,
+        annotation_parser=ANNOTATIONS,
     )
     if start:
         manager.start(cfg)

@@ -314,7 +314,7 @@ class TopologyAwarePolicy:
         if self._spec.colocate_namespaces:
             weighted += alloc.colocated_pools(("namespace", pod.namespace), COLOCATION_WEIGHT)
         try:
-            affinities = container_affinities(pod, container)
+            affinities = container_affinities(pod, container, self.ctx.annotation_parser)
         except AffinityError as exc:
             self.ctx.notice(f"affinity ignored: {exc}", container=container)
             return weighted
