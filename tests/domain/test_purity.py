@@ -21,6 +21,8 @@ FORBIDDEN_MODULES = (
     "pathlib",
     "io",
     "shutil",
+    "yaml",  # text is parsed by nrirp.adapters.documents; the domain gets data or a port
+    "time",  # the Clock port (adapters.system.SystemClock) tells the time
 )
 FORBIDDEN_CALLS = ("open",)
 
