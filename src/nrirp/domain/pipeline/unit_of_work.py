@@ -45,8 +45,9 @@ class UnitOfWork:
 
     One instance serves every operation of a resource manager, one at a time (the pipeline is
     serialized; beginning while a unit is open is a :class:`PipelineError`). Nested undo inside
-    an operation is a :meth:`savepoint`. The unit allocates nothing per operation beyond the
-    cache checkpoint (the pipeline's hot path).
+    an operation is a :meth:`savepoint`. Per operation the unit allocates only the cache
+    checkpoint and the lists it hands over (decisions, updates), as the pipeline's hot path
+    did before it.
 
     ``save`` persists the cache (called once per commit), ``submit`` hands updates to the
     runtime (called after everything else, only with updates), ``annotation_problems`` returns
