@@ -55,8 +55,9 @@ from nrirp.domain.ports.timers import Timers
 from nrirp.domain.ports.topology_hints import TopologyHintSource
 from nrirp.domain.topology import Machine, MemoryType
 
-ConfigSource = PolicyConfig | Mapping[str, Any] | str
-"""A configuration: loaded, or a bare spec / custom resource as data or YAML/JSON text."""
+ConfigSource = PolicyConfig | Mapping[str, Any] | str | bytes
+"""A configuration: loaded, or a bare spec / custom resource as data or YAML/JSON text (bytes:
+UTF-8), read within the config budget (``nrirp.adapters.documents``)."""
 
 
 class CallbackRuntimeUpdates:

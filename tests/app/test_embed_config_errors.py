@@ -1,0 +1,61 @@
+"""``Engine.build`` and ``Engine.reconfigure`` with configs that fail to load: the one error
+class, the old config kept (issue 9 item 8: a non-scalar key used to escape as TypeError)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nrirp.adapters.fakehw import expected_machine, load_machine
+from nrirp.adapters.memory import RecordingRuntimeUpdates
+from nrirp.app.embed import Engine
+from nrirp.domain.config import ConfigError
+
+BOX16 = expected_machine(load_machine("box-16"))
+BAD = {
+    "non-scalar key": ("? [1, 2]: x\n", "a mapping key must be a scalar"),
+    "list key": ("? [1, 2]\n: x\n", "a mapping key must be a scalar, not a list"),
+    "bad bytes": (b"availableResources: \xff\n", "not UTF-8 text"),
+    "billion laughs": (
+        "".join(
+            f"{n}: &{n} [{','.join([f'*{p}' if p else 'lol'] * 10)}]\n"
+            for p, n in zip(["", *"bcdefg"], "bcdefgh", strict=True)
+        ),
+        "more than 1000000 values once aliases are expanded",
+    ),
+    "unknown field": ({"nope": 1}, "nope: unknown field"),
+}
+
+
+def engine() -> Engine:
+    built = Engine.build(
+        "template",
+        runtime_updates=RecordingRuntimeUpdates(),
+        machine=BOX16,
+        config="availableResources: {cpu: 'cpuset:0-7'}\n",
+    )
+    built.start()
+    return built
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_reconfigure_refuses_and_keeps_the_old_config(case: str) -> None:
+    source, reason = BAD[case]
+    agent = engine()
+    outcome = agent.reconfigure(source)
+    assert not outcome.applied and reason in outcome.reason and "\n" not in outcome.reason
+    assert agent.config is not None
+    assert str(agent.config.spec.available_resources.cpu) == "cpuset:0-7"
+    assert agent.reconfigure("{}").applied  # and it still takes a good one
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_build_refuses_with_a_config_error(case: str) -> None:
+    source, reason = BAD[case]
+    with pytest.raises(ConfigError, match="template policy configuration") as caught:
+        Engine.build(
+            "template",
+            runtime_updates=RecordingRuntimeUpdates(),
+            machine=BOX16,
+            config=source,
+        )
+    assert reason in str(caught.value)
