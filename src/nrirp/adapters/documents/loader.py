@@ -36,6 +36,9 @@ from nrirp.domain.ports.documents import DocumentError, clip
 
 _MAPPING_TAG = "tag:yaml.org,2002:map"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_VALUE_TAG = "tag:yaml.org,2002:value"
+_STR_TAG = "tag:yaml.org,2002:str"
+_FLATTENED_TAGS = (_MERGE_TAG, _VALUE_TAG)  # the keys flatten_mapping rewrites
 
 
 class UnreadableDocument(DocumentError):
@@ -95,18 +98,26 @@ class StrictConstructor(SafeConstructor):
             ) from None
 
     def construct_strict_mapping(self, node: MappingNode) -> dict[Any, Any]:
+        if any(key_node.tag in _FLATTENED_TAGS for key_node, _ in node.value):
+            return self._construct_merged_mapping(node)
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = self._key(key_node, node)
+            if key in out:
+                raise _duplicate(key, key_node, node)
+            out[key] = self.construct_object(value_node, deep=True)
+        return out
+
+    def _construct_merged_mapping(self, node: MappingNode) -> dict[Any, Any]:
         given: set[Any] = set()
         for key_node, _ in node.value:
+            if key_node.tag == _VALUE_TAG:  # the key '=' is text, as flatten_mapping makes it
+                key_node.tag = _STR_TAG
             if key_node.tag == _MERGE_TAG:
                 continue
             key = self._key(key_node, node)
             if key in given:
-                raise ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    f"found duplicate key {quote(key)}",
-                    key_node.start_mark,
-                )
+                raise _duplicate(key, key_node, node)
             given.add(key)
         self.flatten_mapping(node)  # merged pairs first: the keys given here override them
         out: dict[Any, Any] = {}
@@ -131,6 +142,15 @@ class StrictConstructor(SafeConstructor):
                 None, None, f"unusable mapping key {quote(key_node.value)}", key_node.start_mark
             ) from None
         return key
+
+
+def _duplicate(key: Any, key_node: Node, node: MappingNode) -> ConstructorError:
+    return ConstructorError(
+        "while constructing a mapping",
+        node.start_mark,
+        f"found duplicate key {quote(key)}",
+        key_node.start_mark,
+    )
 
 
 # the class's own table (add_constructor would copy it too; this keeps SafeConstructor's intact)
