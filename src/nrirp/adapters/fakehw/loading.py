@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,9 @@ from nrirp.adapters.documents import MACHINE_SPEC, UnreadableDocument, load_docu
 from nrirp.adapters.fakehw.errors import MachineSpecError
 from nrirp.adapters.fakehw.layout import resolve
 from nrirp.adapters.fakehw.spec import ByteSize, MachineSpec
-from nrirp.domain.config.errors import MAX_SHOWN_PROBLEMS
+from nrirp.domain.config.converter import STRICT_HOOKS, structure_enum
+from nrirp.domain.config.errors import MAX_SHOWN_PROBLEMS, InvalidValue
+from nrirp.domain.config.quantity import parse_byte_size
 from nrirp.domain.cpuset import CPUSet, CPUSetError, structure_cpuset, unstructure_cpuset
 from nrirp.domain.ports.documents import clip
 
@@ -25,19 +26,18 @@ class _BadValue(ValueError):
     """A value rejected by one of our hooks; its message already quotes the value."""
 
 
-_SIZE = re.compile(r"\s*(\d+)\s*(?:([KMGT])(?:i?B|i)?)?\s*", re.ASCII)
-_SIZE_SHIFT = {None: 0, "K": 10, "M": 20, "G": 30, "T": 40}
+def _described(err: InvalidValue) -> _BadValue:
+    """A strict hook's refusal in this module's words: ``<expected>, got <value>``."""
+    return _BadValue(f"{err.expected}, got {err.value!r}")
 
 
 def parse_size(value: Any, _type: Any = ByteSize) -> ByteSize:
-    """Bytes from an int or a string with a binary suffix (``48K``, ``16Gi``, ``1TiB``)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value < 0:
-            raise _BadValue(f"size must not be negative, got {value!r}")
-        return ByteSize(value)
-    if isinstance(value, str) and (m := _SIZE.fullmatch(value)):
-        return ByteSize(int(m.group(1)) << _SIZE_SHIFT[m.group(2)])
-    raise _BadValue(f"expected a size such as 4096, '48K' or '16Gi', got {value!r}")
+    """Bytes from an int or a string with a binary suffix (``48K``, ``16Gi``, ``1TiB``): the
+    quantity parser's :func:`~nrirp.domain.config.quantity.parse_byte_size`."""
+    try:
+        return ByteSize(parse_byte_size(value))
+    except InvalidValue as err:
+        raise _described(err) from None
 
 
 def format_size(size: int) -> str:
@@ -48,26 +48,6 @@ def format_size(size: int) -> str:
     return str(size)
 
 
-def _strict_int(value: Any, _type: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _BadValue(f"expected an integer, got {value!r}")
-    return value
-
-
-def _strict_str(value: Any, _type: Any) -> str:
-    if not isinstance(value, str):
-        raise _BadValue(f"expected a string, got {value!r}")
-    return value
-
-
-def _enum(value: Any, type_: type[enum.Enum]) -> enum.Enum:
-    for member in type_:
-        if member.value == value:
-            return member
-    choices = ", ".join(repr(m.value) for m in type_)
-    raise _BadValue(f"expected one of {choices}, got {value!r}")
-
-
 def _cpuset(value: Any, _type: Any) -> CPUSet:
     try:
         return structure_cpuset(value)
@@ -76,14 +56,16 @@ def _cpuset(value: Any, _type: Any) -> CPUSet:
 
 
 def _make_converter() -> cattrs.Converter:
+    """The config converter's strict hooks (the same rules for primitives and enumerations),
+    with the spec's own key names (its attribute names) and cattrs' error paths."""
     conv = cattrs.Converter(forbid_extra_keys=True)
-    conv.register_structure_hook(int, _strict_int)
-    conv.register_structure_hook(str, _strict_str)
+    for primitive, hook in STRICT_HOOKS.items():
+        conv.register_structure_hook(primitive, hook)
     conv.register_structure_hook(ByteSize, parse_size)
     conv.register_structure_hook(CPUSet, _cpuset)
     conv.register_unstructure_hook(CPUSet, unstructure_cpuset)
     conv.register_structure_hook_func(
-        lambda t: isinstance(t, type) and issubclass(t, enum.Enum), _enum
+        lambda t: isinstance(t, type) and issubclass(t, enum.Enum), structure_enum
     )
 
     def attrs_hook_factory(cls: type) -> Any:
@@ -104,6 +86,8 @@ converter = _make_converter()
 
 
 def _format(exc: BaseException, type_: Any) -> str:
+    if isinstance(exc, InvalidValue):
+        return str(_described(exc))
     if isinstance(exc, _BadValue):
         return str(exc)
     return cattrs.v.format_exception(exc, type_)

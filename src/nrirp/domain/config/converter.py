@@ -131,6 +131,20 @@ def _structure_enum(value: Any, cls: type[enum.Enum]) -> enum.Enum:
     raise InvalidValue(value, f"expected one of {choices}")
 
 
+STRICT_HOOKS: dict[type, Callable[[Any, Any], Any]] = {
+    bool: _structure_bool,
+    int: _structure_int,
+    float: _structure_float,
+    str: _structure_str,
+}
+"""The strict structure hooks for primitives (raising :class:`InvalidValue`), for every
+converter of the project (fake-machine specs use them too)."""
+
+structure_enum = _structure_enum
+"""The strict structure hook for enumerations: a member's value, else :class:`InvalidValue`
+listing the allowed values."""
+
+
 def _unstructure_enum(value: enum.Enum) -> Any:
     return value.value
 
@@ -286,10 +300,8 @@ def _attrs_unstructure_hook(conv: cattrs.Converter, cls: type[Any]) -> Callable[
 
 def _build_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
-    conv.register_structure_hook(bool, _structure_bool)
-    conv.register_structure_hook(int, _structure_int)
-    conv.register_structure_hook(float, _structure_float)
-    conv.register_structure_hook(str, _structure_str)
+    for primitive, hook in STRICT_HOOKS.items():
+        conv.register_structure_hook(primitive, hook)
     conv.register_structure_hook(CPUSet, _structure_cpuset)
     conv.register_unstructure_hook(CPUSet, str)
 

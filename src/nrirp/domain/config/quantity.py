@@ -171,3 +171,21 @@ class Quantity:
 
     def __repr__(self) -> str:
         return f"Quantity({str(self)!r})"
+
+
+_BYTE_SIZE = re.compile(r"\s*(\d+)\s*(?:([KMGT])(?:i?B|i)?)?\s*", re.ASCII)
+
+
+def parse_byte_size(value: Any) -> int:
+    """Bytes from an integer, or text with an optional binary suffix: ``48K``, ``48Ki``,
+    ``48KiB``, ``48KB``, ``16G``, ``1TiB`` (K, M, G and T always count in 1024s, as the kernel
+    reports memory and caches; fake-machine specs use this). The text is read as the quantity
+    with the binary suffix (``48K`` is ``48Ki``). Raises :class:`InvalidValue`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise InvalidValue(value, "size must not be negative")
+        return value
+    if isinstance(value, str) and (match := _BYTE_SIZE.fullmatch(value)):
+        digits, unit = match.groups()
+        return Quantity.parse(digits + (f"{unit}i" if unit else "")).int_value()
+    raise InvalidValue(value, "expected a size such as 4096, '48K' or '16Gi'")
