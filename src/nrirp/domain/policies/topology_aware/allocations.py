@@ -9,7 +9,7 @@ does a resize that commits no new grant (:meth:`Allocations.resizing`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 
 from nrirp.domain.config.topology_aware import TopologyAwarePolicySpec
@@ -51,23 +51,15 @@ class Allocations:
             self.tree, self.supply, self.memory_view, self.cpus, cpu_allocator.priorities()
         )
         self.ledger = Ledger(self.resources, self.supply, self.memory_view, self.cpus)
+        # the ledger's tables (never rebound), read on most operations: no property between
+        self.grants: Mapping[str, Grant] = self.ledger.grants
+        """The grants by container id."""
+        self.cold_starts: Mapping[str, float] = self.ledger.cold_starts
+        """Container id -> end of its cold start."""
+        self.colocated: Mapping[tuple[str, str], Mapping[int, int]] = self.ledger.colocated
+        """Grants per pool id of each ``("pod", pod id)`` and ``("namespace", name)``."""
 
     # ------------------------------------------------------------------ grants
-    @property
-    def grants(self) -> dict[str, Grant]:
-        """The grants by container id (read only)."""
-        return self.ledger.grants
-
-    @property
-    def cold_starts(self) -> dict[str, float]:
-        """Container id -> end of its cold start (read only)."""
-        return self.ledger.cold_starts
-
-    @property
-    def colocated(self) -> dict[tuple[str, str], dict[int, int]]:
-        """Grants per pool id of each ``("pod", pod id)`` and ``("namespace", name)``."""
-        return self.ledger.colocated
-
     @property
     def memory_granted(self) -> int:
         """Bytes of memory granted in total."""

@@ -10,8 +10,8 @@ memory zone changed) are reported at the next flush with the reason.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 
 import attrs
 
@@ -123,23 +123,24 @@ class Ledger:
             self._moved(self.memory.release(container_id), f"{grant.label} left")
         return grant
 
-    @contextmanager
-    def resizing(self, container_id: str) -> Iterator[Grant | None]:
+    def resizing(self, container_id: str) -> AbstractContextManager[Grant | None]:
         """Give the container's current grant (``None``: it has none) to a block that plans
         and commits its new one. Meanwhile the grant is out of the accounting, its memory
         still placed (a commit re-places it); unless the block commits a new grant, the old
         one is put back exactly as it was, whether the block raised or not."""
+        return _Resizing(self, container_id)
+
+    def _detach(self, container_id: str) -> Grant | None:
         old = self.grants.get(container_id)
-        if old is None:
-            yield None
-            return
-        self._unaccount(old)
-        self._detached[container_id] = old
-        try:
-            yield old
-        finally:
-            if self._detached.pop(container_id, None) is not None:
-                self._account(old)
+        if old is not None:
+            self._unaccount(old)
+            self._detached[container_id] = old
+        return old
+
+    def _put_back(self, old: Grant) -> None:
+        """Account ``old`` again unless a commit replaced it."""
+        if self._detached.pop(old.container_id, None) is not None:
+            self._account(old)
 
     def end_cold_start(self, container_id: str) -> bool:
         """End the container's cold start (its mems widen to its whole zone)."""
@@ -298,6 +299,26 @@ class Ledger:
         for cid in self.grants:
             self._cpu_dirty[cid] = None
             self._mem_dirty[cid] = None
+
+
+class _Resizing:
+    """The guard of :meth:`Ledger.resizing` (a class, not a generator: every create runs
+    one)."""
+
+    __slots__ = ("_container_id", "_ledger", "_old")
+
+    def __init__(self, ledger: Ledger, container_id: str) -> None:
+        self._ledger = ledger
+        self._container_id = container_id
+        self._old: Grant | None = None
+
+    def __enter__(self) -> Grant | None:
+        self._old = self._ledger._detach(self._container_id)
+        return self._old
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._old is not None:
+            self._ledger._put_back(self._old)
 
 
 def _colocation_keys(grant: Grant) -> tuple[tuple[str, str], ...]:
