@@ -187,7 +187,7 @@ def test_policy_config_file_is_loaded_and_errors_name_the_problem(tmp_path: Path
 def test_policy_modules_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(POLICY_MODULES_ENV, f" {THIS_MODULE} , ")
     assert "first-cpu" in make_policy_registry()
-    assert make_policy_registry([]).names() == ["none", "template", "topology-aware"]
+    assert make_policy_registry([]).names() == ["balloons", "none", "template", "topology-aware"]
 
 
 def test_bad_policy_modules_are_named() -> None:
@@ -199,7 +199,8 @@ def test_bad_policy_modules_are_named() -> None:
 
 def test_unknown_policy_lists_known() -> None:
     with pytest.raises(
-        UnknownPolicyError, match=r"unknown policy 'nope' \(known: none, template, topology-aware\)"
+        UnknownPolicyError,
+        match=r"unknown policy 'nope' \(known: balloons, none, template, topology-aware\)",
     ):
         embedded(policy="nope", policy_modules=[]).policy()
 

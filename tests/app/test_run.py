@@ -153,8 +153,8 @@ def test_unknown_policy_and_missing_file_exit_2(tmp_path: Path, sysfs: Path) -> 
     unknown = Daemon(tmp_path, sysfs, policy="no-such-policy")
     assert unknown.proc.wait(timeout=30) == 2
     assert (
-        "unknown policy 'no-such-policy' (known: annotation-pin, none, template, topology-aware)"
-        in (unknown.text())
+        "unknown policy 'no-such-policy' (known: annotation-pin, balloons, none, template,"
+        " topology-aware)" in (unknown.text())
     )
     missing = Daemon(tmp_path, sysfs, "--config-file", str(tmp_path / "nope.yaml"))
     assert missing.proc.wait(timeout=30) == 2

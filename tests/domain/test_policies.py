@@ -31,13 +31,13 @@ def template_config() -> PolicyConfig:
 
 def test_registry_has_builtins_and_rejects_unknown() -> None:
     registry = builtin_registry()
-    assert registry.names() == ["none", "template", "topology-aware"]
+    assert registry.names() == ["balloons", "none", "template", "topology-aware"]
     assert isinstance(registry.create("template"), TemplatePolicy)
     assert registry.create("none") is not registry.create("none")  # fresh instances
     assert "A no-op policy" in registry.describe()["template"]
     with pytest.raises(
         UnknownPolicyError,
-        match="unknown policy 'balloon' \\(known: none, template, topology-aware\\)",
+        match="unknown policy 'balloon' \\(known: balloons, none, template, topology-aware\\)",
     ):
         registry.create("balloon")
     with pytest.raises(ValueError, match="already registered"):

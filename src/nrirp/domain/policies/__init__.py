@@ -1,5 +1,6 @@
 """Built-in policies and the default registry."""
 
+from nrirp.domain.policies.balloons import BalloonsPolicy
 from nrirp.domain.policies.none import NonePolicy
 from nrirp.domain.policies.template import TemplatePolicy
 from nrirp.domain.policies.topology_aware import TopologyAwarePolicy
@@ -14,7 +15,14 @@ def builtin_registry() -> PolicyRegistry:
     registry.register(
         TopologyAwarePolicy.name, TopologyAwarePolicy, TopologyAwarePolicy.description
     )
+    registry.register(BalloonsPolicy.name, BalloonsPolicy, BalloonsPolicy.description)
     return registry
 
 
-__all__ = ["NonePolicy", "TemplatePolicy", "TopologyAwarePolicy", "builtin_registry"]
+__all__ = [
+    "BalloonsPolicy",
+    "NonePolicy",
+    "TemplatePolicy",
+    "TopologyAwarePolicy",
+    "builtin_registry",
+]
