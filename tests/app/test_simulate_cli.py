@@ -137,7 +137,9 @@ def test_json_document_schema(capsys: pytest.CaptureFixture[str]) -> None:
         "notices",
         "pods",
         "containers",
+        "balloons",
     ]
+    assert step["balloons"] == []  # the policy has no balloons
     assert (step["number"], step["kind"], step["ok"]) == (2, "createPod", True)
     assert step["description"] == "create pod shop/db (Guaranteed; container postgres)"
     assert step["decisions"][0] == {

@@ -21,6 +21,7 @@ from nrirp.adapters.memory import RecordingDecisionLog
 from nrirp.adapters.system import ConfigFileError, read_config_file
 from nrirp.app.simulator.describe import describe_step
 from nrirp.app.simulator.results import (
+    BalloonView,
     Change,
     ContainerView,
     PodView,
@@ -124,6 +125,7 @@ class Replayer:
             containers=containers,
             expected_error=step.expect_error,
             unmet_expectation=step.unmet_expectation(errors),
+            balloons=balloon_views(self.manager.describe()),
         )
 
     # ------------------------------------------------------------------ actions
@@ -277,6 +279,28 @@ def _container_view(
         decided_cpus=None if known is None else known.cpus,
         decided_mems=None if known is None else known.mems,
         known_to_policy=known is not None,
+    )
+
+
+def balloon_views(description: Mapping[str, Any]) -> tuple[BalloonView, ...]:
+    """The balloons a policy's description lists (none for policies without balloons)."""
+    found = description.get("balloons")
+    if not isinstance(found, list):
+        return ()
+    return tuple(_balloon_view(b) for b in found if isinstance(b, Mapping))
+
+
+def _balloon_view(data: Mapping[str, Any]) -> BalloonView:
+    components = data.get("components")
+    return BalloonView(
+        name=str(data.get("name", "")),
+        type=str(data.get("type", "")),
+        cpus=str(data.get("cpus", "")),
+        shared_idle_cpus=str(data.get("shared_idle_cpus", "")),
+        mems=str(data.get("mems", "")),
+        cpu_class=None if data.get("cpu_class") is None else str(data.get("cpu_class")),
+        containers=tuple(str(c) for c in data.get("containers", ())),
+        components=tuple(_balloon_view(c) for c in components or () if isinstance(c, Mapping)),
     )
 
 

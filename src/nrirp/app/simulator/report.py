@@ -10,7 +10,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from nrirp.app.commands.common.hardware_report import human_size
-from nrirp.app.simulator.results import Change, ContainerView, ReplayResult, StepResult
+from nrirp.app.simulator.results import (
+    BalloonView,
+    Change,
+    ContainerView,
+    ReplayResult,
+    StepResult,
+)
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.ports.decisions import Decision, Notice
 
@@ -19,6 +25,7 @@ NOT_RESTRICTED = "-"
 EMPTY = "(empty)"
 _MARK = {Change.NEW: "+", Change.CHANGED: "*", Change.UNCHANGED: " "}
 _COLUMNS = ("POD", "CONTAINER", "STATE", "QOS", "CPUS", "MEMS", "SHARES", "QUOTA", "MEMORY")
+_BALLOON_COLUMNS = ("BALLOON", "TYPE", "CPUS", "SHARED IDLE", "MEMS", "CPU CLASS", "CONTAINERS")
 
 
 # ---------------------------------------------------------------------- JSON
@@ -74,6 +81,21 @@ def _container(c: ContainerView) -> dict[str, Any]:
     }
 
 
+def _balloon(b: BalloonView) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": b.name,
+        "type": b.type,
+        "cpus": b.cpus,
+        "shared_idle_cpus": b.shared_idle_cpus,
+        "mems": b.mems,
+        "cpu_class": b.cpu_class,
+        "containers": list(b.containers),
+    }
+    if b.components:
+        out["components"] = [_balloon(c) for c in b.components]
+    return out
+
+
 def step_document(step: StepResult) -> dict[str, Any]:
     return {
         "number": step.number,
@@ -100,6 +122,7 @@ def step_document(step: StepResult) -> dict[str, Any]:
             for p in step.pods
         ],
         "containers": [_container(c) for c in step.containers],
+        "balloons": [_balloon(b) for b in step.balloons],
     }
 
 
@@ -165,6 +188,34 @@ def _table(containers: Sequence[ContainerView], indent: str) -> list[str]:
     ]
 
 
+def _set_text(text: str) -> str:
+    return text or NOT_RESTRICTED
+
+
+def _balloon_row(b: BalloonView) -> tuple[str, ...]:
+    cpus = b.cpus or EMPTY
+    if b.components:
+        cpus += " (" + ", ".join(f"{c.name} {c.cpus or EMPTY}" for c in b.components) + ")"
+    return (
+        b.name,
+        b.type,
+        cpus,
+        _set_text(b.shared_idle_cpus),
+        _set_text(b.mems),
+        b.cpu_class or NOT_RESTRICTED,
+        ", ".join(b.containers) or NOT_RESTRICTED,
+    )
+
+
+def _balloon_table(balloons: Sequence[BalloonView], indent: str) -> list[str]:
+    rows = [_BALLOON_COLUMNS, *(_balloon_row(b) for b in balloons)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        (indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))).rstrip()
+        for row in rows
+    ]
+
+
 def _decision_line(d: Decision) -> str:
     return (
         f"decision: {d.namespace}/{d.pod_name}/{d.container_name} cpus={_text(d.cpus)} "
@@ -199,6 +250,8 @@ def step_lines(step: StepResult) -> list[str]:
     lines += [f"{indent}notice ({n.severity.value}, {n.source}): {n.message}" for n in step.notices]
     lines += [indent + line for line in _mismatch_lines(step.containers)]
     lines += _table(step.containers, indent)
+    if step.balloons:
+        lines += _balloon_table(step.balloons, indent + "  ")
     return lines
 
 

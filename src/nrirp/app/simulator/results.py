@@ -75,6 +75,21 @@ class ContainerView:
 
 
 @attrs.frozen
+class BalloonView:
+    """A balloon of the ``balloons`` policy after a step (from the policy's description):
+    its CPUs, the idle CPUs it shares, its memory nodes, CPU class and containers."""
+
+    name: str
+    type: str
+    cpus: str
+    shared_idle_cpus: str
+    mems: str
+    cpu_class: str | None
+    containers: tuple[str, ...]
+    components: tuple[BalloonView, ...] = ()
+
+
+@attrs.frozen
 class StepResult:
     """One replayed step: what it did, whether it succeeded (``errors`` say why not), the
     decisions and notices the resource manager recorded meanwhile, and the state after it."""
@@ -91,6 +106,8 @@ class StepResult:
     expected_error: str | bool | None = None
     unmet_expectation: str | None = None
     """Why the outcome differs from what the step expected (``expectError``), or ``None``."""
+    balloons: tuple[BalloonView, ...] = ()
+    """The policy's balloons after the step (policies that have balloons)."""
 
     @property
     def ok(self) -> bool:
