@@ -18,6 +18,9 @@ from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.memalloc import MemoryAllocationError, MemoryAllocator, MemoryRequest
 from nrirp.domain.topology import Machine, MemoryType
 
+_CACHED = 4096
+"""CPU sets whose nodes are remembered (a balloon's CPUs change a few times per operation)."""
+
 
 @attrs.frozen
 class Placed:
@@ -44,13 +47,19 @@ class MemoryPlacer:
             for t in present
         }
         self._zones: dict[tuple[int, frozenset[MemoryType]], int] = {}
+        self._nodes_of: dict[int, int] = {}
 
     def nodes_of(self, cpus: int) -> int:
         """The NUMA nodes (as bits) whose CPUs overlap ``cpus``."""
-        out = 0
-        for cpu in bit_ids(cpus):
-            out |= 1 << self._node_of_cpu[cpu]
-        return out
+        found = self._nodes_of.get(cpus)
+        if found is None:
+            found = 0
+            for cpu in bit_ids(cpus):
+                found |= 1 << self._node_of_cpu[cpu]
+            if len(self._nodes_of) >= _CACHED:
+                self._nodes_of.clear()
+            self._nodes_of[cpus] = found
+        return found
 
     def types(self, wanted: frozenset[MemoryType]) -> frozenset[MemoryType]:
         """The wanted types the machine has (the default types when none is wanted)."""

@@ -15,6 +15,7 @@ class last asked of the host controller).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from typing import Any
@@ -140,7 +141,13 @@ def _restore_one(engine: Engine, item: Any, parent: Balloon | None) -> Balloon:
 def memory_tag(record: MemoryRecord | None) -> str:
     if record is None:
         return ""
-    return f"{record.order}:{CPUSet(record.preferred)}:{CPUSet(record.zone)}"
+    return f"{record.order}:{_nodes_text(record.preferred)}:{_nodes_text(record.zone)}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _nodes_text(bits: int) -> str:
+    """A node set's text (a handful of distinct zones, rendered once)."""
+    return str(CPUSet(bits))
 
 
 def parse_memory_tag(text: str) -> MemoryRecord | None:

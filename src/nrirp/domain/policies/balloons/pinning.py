@@ -47,6 +47,7 @@ class Pinning:
         self.records: dict[str, MemoryRecord] = {}
         self._order = 0
         self._hidden: dict[int, int] = {}
+        self._sets: dict[int, CPUSet] = {}
 
     # ------------------------------------------------------------------ CPUs
     def cpus_of(self, balloon: Balloon, member: Member) -> CPUSet | None:
@@ -58,7 +59,16 @@ class Pinning:
         hide = member.hide_hyperthreads
         if hide is None:
             hide = balloon.kind.hide_hyperthreads
-        return CPUSet(self.hidden(pinnable) if hide else pinnable)
+        return self.node_set(self.hidden(pinnable) if hide else pinnable)
+
+    def node_set(self, bits: int) -> CPUSet:
+        """One :class:`CPUSet` object per value (members of a balloon share it)."""
+        found = self._sets.get(bits)
+        if found is None:
+            if len(self._sets) >= 4096:
+                self._sets.clear()
+            found = self._sets[bits] = CPUSet(bits)
+        return found
 
     def hidden(self, cpus: int) -> int:
         """The lowest thread of each core among ``cpus``."""

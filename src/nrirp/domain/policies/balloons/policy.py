@@ -117,6 +117,8 @@ class BalloonsPolicy:
         self._pod_resources = pod_resources
         self._decisions: list[tuple[str, str]] = []
         self._moved: dict[str, str] = {}
+        self._joined: dict[str, str] = {}
+        """Containers whose own settings must be written (joined or resized), with why."""
         self._changed: set[str] = set()
         self._export: tuple[int, dict[str, Any]] | None = None
 
@@ -340,7 +342,7 @@ class BalloonsPolicy:
         member.request = request.cpu
         member.memory_limit = request.memory_limit
         balloon.add(member)
-        engine.dirty.setdefault(balloon, f"{member.label} resized")
+        self._joined[container.id] = f"{member.label} resized"
         self._decisions.append((container.id, f"resized to {request.cpu}m in {balloon.name}"))
         self._apply()
 
@@ -391,7 +393,7 @@ class BalloonsPolicy:
             ) from None
         engine.commit(plan, f"{member.label} joined")
         engine.add(balloon, member)
-        engine.dirty.setdefault(balloon, f"{member.label} joined")
+        self._joined[ctr.id] = f"{member.label} joined"
         if member.memory_preserve and kind.pin_memory:
             state.pinning.preserve(ctr.id, member.memory_limit, ctr.mems)
         if initial:
@@ -422,6 +424,7 @@ class BalloonsPolicy:
 
     def _preserve(self, state: State, ctr: Container, pod: Pod | None) -> None:
         state.preserved[ctr.id] = container_label(pod, ctr)
+        self._joined[ctr.id] = "preserved"
 
     def _schedule(self, state: State, ctr: Container, kind: BalloonKind, request: Request) -> None:
         """The scheduling class at creation: the annotation's, else the type's."""
@@ -467,6 +470,12 @@ class BalloonsPolicy:
             for cid in balloon.ordered():
                 touched[cid] = balloon
                 why[cid] = f"balloon {balloon.name}: {reason}"
+        joined, self._joined = self._joined, {}
+        for cid, reason in joined.items():
+            holder = engine.owner.get(cid)
+            if holder is not None and cid not in touched:
+                touched[cid] = holder
+                why[cid] = reason
         pinning = state.pinning
         for cid, balloon in touched.items():
             member = balloon.members[cid]
@@ -478,11 +487,16 @@ class BalloonsPolicy:
                 touched[owner] = engine.owner[owner]
                 why[owner] = self._moved[owner]
         self._moved = {}
+        changes: dict[tuple[Any, ...], LinuxResources] = {}
         for cid, balloon in touched.items():
-            self._write(state, cid, balloon)
-        for cid in state.preserved:
+            self._write(state, cid, balloon, changes)
+        for cid in joined:
             ctr = cache.container(cid)
-            if ctr is not None and ctr.tags.get(TAG_BALLOON) != PRESERVED:
+            if (
+                cid in state.preserved
+                and ctr is not None
+                and ctr.tags.get(TAG_BALLOON) != PRESERVED
+            ):
                 cache.set_tags(cid, **{TAG_BALLOON: PRESERVED, TAG_MEMORY: ""})
         decisions, self._decisions = self._decisions, []
         decided = set()
@@ -504,7 +518,16 @@ class BalloonsPolicy:
                 self.ctx.record_decision(ctr, f"{reason}: {_placement(ctr, holder)}")
         self._changed = set()
 
-    def _write(self, state: State, cid: str, balloon: Balloon) -> None:
+    def _write(
+        self,
+        state: State,
+        cid: str,
+        balloon: Balloon,
+        changes: dict[tuple[Any, ...], LinuxResources],
+    ) -> None:
+        """Write what the member should run with where it differs. ``changes`` hands the same
+        change (and set) objects to the members of a balloon, which the cache and the runtime
+        controller then recognise cheaply."""
         cache = self.ctx.cache
         ctr = cache.container(cid)
         if ctr is None:
@@ -516,26 +539,27 @@ class BalloonsPolicy:
         mems: CPUSet | None = None
         if balloon.kind.pin_memory and not member.memory_preserve:
             if record is not None:
-                mems = CPUSet(record.zone)
+                mems = pinning.node_set(record.zone)
             elif balloon.cpus | balloon.shared:
                 types = pinning.memory.types(member.memory_types or balloon.kind.memory_types)
                 nodes = pinning.memory.nodes_of(balloon.cpus | balloon.shared)
-                mems = CPUSet(pinning.memory.zone(nodes, types))
+                mems = pinning.node_set(pinning.memory.zone(nodes, types))
         shares = pinning.shares_of(member)
-        change = LinuxResources(
-            cpus=cpus if cpus is not None and cpus != ctr.cpus else None,
-            mems=mems if mems is not None and mems != ctr.mems else None,
-            cpu_shares=shares
-            if shares is not None and shares != ctr.resources.cpu_shares
-            else None,
+        key = (
+            cpus if cpus is not None and cpus != ctr.cpus else None,
+            mems if mems is not None and mems != ctr.mems else None,
+            shares if shares is not None and shares != ctr.resources.cpu_shares else None,
         )
-        if not change.is_empty():
+        if key != (None, None, None):
+            change = changes.get(key)
+            if change is None:
+                change = changes[key] = LinuxResources(cpus=key[0], mems=key[1], cpu_shares=key[2])
             cache.set_resources(cid, change)
-            if change.cpus is not None or change.mems is not None:
+            if key[0] is not None or key[1] is not None:
                 self._changed.add(cid)
-        tags = {TAG_BALLOON: balloon.name, TAG_MEMORY: memory_tag(record)}
-        if any(ctr.tags.get(k) != v for k, v in tags.items()):
-            cache.set_tags(cid, **tags)
+        memory = memory_tag(record)
+        if ctr.tags.get(TAG_BALLOON) != balloon.name or ctr.tags.get(TAG_MEMORY) != memory:
+            cache.set_tags(cid, **{TAG_BALLOON: balloon.name, TAG_MEMORY: memory})
         cpu_class = balloon.kind.cpu_class
         if cpu_class is not None and ctr.tags.get(TAG_CPU_CLASS) != cpu_class:
             cache.set_host_change(cid, HostChange(cpu_class=cpu_class))
