@@ -17,8 +17,8 @@ After every operation:
   containers holds at least one CPU and covers their requests, unless ``maxCPUs`` caps it;
 * a balloon counts exactly the requests of its containers;
 * a refused request changes nothing;
-* a restarted policy holds exactly what a twin that never restarted holds, and goes on
-  deciding exactly as the twin does.
+* a restarted policy holds exactly what a twin that never restarted holds (the memory
+  allocations' order numbers compared by rank), and goes on deciding exactly as the twin does.
 
 At the end every pod is deleted: the policy then holds what a freshly started one holds, per
 type as many balloons of the same sizes, the same number of free CPUs, no memory accounted.
@@ -59,6 +59,7 @@ from tests.support.documents import ANNOTATIONS
 POLICY = "balloons"
 DOMAIN = "resource-policy.nri.io"
 BALLOON_KEY = "balloon.balloons.resource-policy.nri.io"
+TAG_MEMORY = "balloons.memory"
 MiB = 1 << 20
 MACHINES = ["box-16", "server-112-pmem", "hybrid-desktop", "hbm-cxl", "server-4s-144"]
 
@@ -312,11 +313,20 @@ def observable(manager: ResourceManager) -> tuple[Any, ...]:
 
 
 def held(manager: ResourceManager) -> dict[str, Any]:
-    return {
-        c.id: (c.cpus, c.mems, dict(c.tags))
-        for c in manager.containers()
-        if c.state.holds_resources
-    }
+    """Each running container's cpus, mems and tags; the memory tag's order number (which
+    only ranks the memory allocations, and restarts from the highest one saved) as its rank."""
+    running = [c for c in manager.containers() if c.state.holds_resources]
+    orders = sorted(
+        int(tag.split(":")[0]) for c in running if (tag := c.tags.get(TAG_MEMORY))
+    )
+    out = {}
+    for c in running:
+        tags = dict(c.tags)
+        if tags.get(TAG_MEMORY):
+            order, rest = tags[TAG_MEMORY].split(":", 1)
+            tags[TAG_MEMORY] = f"#{orders.index(int(order))}:{rest}"
+        out[c.id] = (c.cpus, c.mems, tags)
+    return out
 
 
 def pick(world: World, index: int) -> PodSpec | None:

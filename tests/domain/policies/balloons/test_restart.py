@@ -34,10 +34,20 @@ def _workload(rig: Rig) -> None:
 
 
 def _state(rig: Rig) -> dict[str, Any]:
-    return {
-        "describe": rig.manager.describe(),
-        "containers": {c.id: (c.cpus, c.mems, c.tags) for c in rig.manager.containers()},
-    }
+    """What the policy holds; memory order numbers as ranks (they only order allocations, and
+    a restart goes on from the highest one saved)."""
+    containers = rig.manager.containers()
+    orders = sorted(
+        int(t.split(":")[0]) for c in containers if (t := c.tags.get("balloons.memory"))
+    )
+    held = {}
+    for c in containers:
+        tags = dict(c.tags)
+        if tags.get("balloons.memory"):
+            order, rest = tags["balloons.memory"].split(":", 1)
+            tags["balloons.memory"] = f"#{orders.index(int(order))}:{rest}"
+        held[c.id] = (c.cpus, c.mems, tags)
+    return {"describe": rig.manager.describe(), "containers": held}
 
 
 @pytest.mark.parametrize("machine", ["box-16", "server-112-pmem"])

@@ -6,8 +6,8 @@ every balloon and container back exactly, and sends no update. Saved state that 
 (another configuration, CPUs gone) is dropped and everything is decided afresh, as the
 reference does.
 
-Policy data: ``{"version": 1, "config": <digest>, "initially_free": <cpus>, "memory_order":
-<the last order number>, "balloons": [{"type", "index", "cpus", "components": [...]}, ...]}``.
+Policy data: ``{"version": 1, "config": <digest>, "initially_free": <cpus>, "balloons":
+[{"type", "index", "cpus", "components": [...]}, ...]}`` (it changes only when balloons do).
 Tags: ``balloons.balloon`` (the balloon's name), ``balloons.memory``
 (``<order>:<preferred nodes>:<zone>`` of accounted memory), ``balloons.cpu-class`` (the CPU
 class last asked of the host controller).
@@ -40,20 +40,13 @@ def digest(config_text: str) -> str:
     return hashlib.sha256(config_text.encode()).hexdigest()[:20]
 
 
-def export(engine: Engine, config: str, memory_order: int) -> dict[str, Any]:
+def export(engine: Engine, config: str) -> dict[str, Any]:
     return {
         "version": VERSION,
         "config": config,
         "initially_free": str(CPUSet(engine.initially_free)),
-        "memory_order": memory_order,
         "balloons": [_balloon(b) for b in engine.balloons],
     }
-
-
-def saved_memory_order(data: Any) -> int:
-    """The last memory allocation order number saved (0 when none)."""
-    order = data.get("memory_order") if isinstance(data, Mapping) else None
-    return order if isinstance(order, int) and order >= 0 else 0
 
 
 def _balloon(balloon: Balloon) -> dict[str, Any]:

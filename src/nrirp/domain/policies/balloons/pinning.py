@@ -140,12 +140,11 @@ class Pinning:
         return self._order
 
     def restore(self, owner: str, record: MemoryRecord) -> None:
-        """Take back a saved record whose allocation was restored (in ``order``)."""
+        """Take back a saved record whose allocation was restored (callers go by ``order``,
+        which only ranks the allocations: the numbers after a restart may differ from those
+        a policy that never restarted would give, their order does not)."""
         self.records[owner] = record
         self._order = max(self._order, record.order)
-
-    def restore_order(self, order: int) -> None:
-        self._order = max(self._order, order)
 
     # ------------------------------------------------------------------ targets
     def target(self, balloon: Balloon, member: Member) -> Target:

@@ -52,7 +52,6 @@ from nrirp.domain.policies.balloons.persist import (
     memory_tag,
     parse_memory_tag,
     restore,
-    saved_memory_order,
 )
 from nrirp.domain.policies.balloons.pinning import Pinning
 from nrirp.domain.policies.balloons.requests import (
@@ -149,7 +148,6 @@ class BalloonsPolicy:
         saved = ctx.cache.policy_data(self.name)
         try:
             restore(state.engine, saved, state.fingerprint)
-            state.pinning.restore_order(saved_memory_order(saved))
             restored = True
         except SavedStateError:
             restored = False
@@ -550,16 +548,21 @@ class BalloonsPolicy:
             mems if mems is not None and mems != ctr.mems else None,
             shares if shares is not None and shares != ctr.resources.cpu_shares else None,
         )
+        memory = memory_tag(record)
+        retag = ctr.tags.get(TAG_BALLOON) != balloon.name or ctr.tags.get(TAG_MEMORY) != memory
+        tags = {TAG_BALLOON: balloon.name, TAG_MEMORY: memory}
         if key != (None, None, None):
             change = changes.get(key)
             if change is None:
                 change = changes[key] = LinuxResources(cpus=key[0], mems=key[1], cpu_shares=key[2])
-            cache.set_resources(cid, change)
+            if retag:  # one write for both
+                cache.put_container(ctr.with_resources(change).with_tags(**tags))
+            else:
+                cache.set_resources(cid, change)
             if key[0] is not None or key[1] is not None:
                 self._changed.add(cid)
-        memory = memory_tag(record)
-        if ctr.tags.get(TAG_BALLOON) != balloon.name or ctr.tags.get(TAG_MEMORY) != memory:
-            cache.set_tags(cid, **{TAG_BALLOON: balloon.name, TAG_MEMORY: memory})
+        elif retag:
+            cache.set_tags(cid, **tags)
         cpu_class = balloon.kind.cpu_class
         if cpu_class is not None and ctr.tags.get(TAG_CPU_CLASS) != cpu_class:
             cache.set_host_change(cid, HostChange(cpu_class=cpu_class))
@@ -668,9 +671,9 @@ class BalloonsPolicy:
         if self._state is None:
             return None
         state = self._state
-        key = hash((state.engine.version, state.pinning.order, id(state.engine)))
+        key = hash((state.engine.version, id(state.engine)))
         if self._export is None or self._export[0] != key:
-            self._export = (key, export(state.engine, state.fingerprint, state.pinning.order))
+            self._export = (key, export(state.engine, state.fingerprint))
         return self._export[1]
 
 
