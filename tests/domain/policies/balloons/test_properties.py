@@ -316,9 +316,7 @@ def held(manager: ResourceManager) -> dict[str, Any]:
     """Each running container's cpus, mems and tags; the memory tag's order number (which
     only ranks the memory allocations, and restarts from the highest one saved) as its rank."""
     running = [c for c in manager.containers() if c.state.holds_resources]
-    orders = sorted(
-        int(tag.split(":")[0]) for c in running if (tag := c.tags.get(TAG_MEMORY))
-    )
+    orders = sorted(int(tag.split(":")[0]) for c in running if (tag := c.tags.get(TAG_MEMORY)))
     out = {}
     for c in running:
         tags = dict(c.tags)
