@@ -35,6 +35,8 @@ class MemoryRecord:
     zone: int
     preferred: int
     order: int
+    size: int = -1
+    """The bytes accounted (-1: not known, as in a saved record before it is restored)."""
 
 
 class Pinning:
@@ -99,24 +101,26 @@ class Pinning:
         types = self.memory.types(member.memory_types or balloon.kind.memory_types)
         zone = self.memory.zone(self.memory.nodes_of(pinnable), types)
         record = self.records.get(member.container_id)
-        if record is not None and zone & ~record.preferred == 0:
-            allocation = self.memory.allocator.allocation(member.container_id)
-            if allocation is not None and allocation.request.size == member.memory_limit:
-                return record.zone, {}
+        if (
+            record is not None
+            and zone & ~record.preferred == 0
+            and record.size == member.memory_limit
+        ):
+            return record.zone, {}
         placed, moved = self.memory.place(member.container_id, member.memory_limit, zone, types)
-        self._note(member.container_id, placed)
+        self._note(member.container_id, placed, member.memory_limit)
         for owner, widened in moved.items():
             self._moved(owner, widened.bits)
         return placed.zone, moved
 
-    def _note(self, owner: str, placed: Placed) -> None:
+    def _note(self, owner: str, placed: Placed, size: int) -> None:
         if not placed.accounted:
             self.records.pop(owner, None)
             return
         allocation = self.memory.allocator.allocation(owner)
         preferred = allocation.preferred.bits if allocation is not None else placed.zone
         self._order += 1
-        self.records[owner] = MemoryRecord(placed.zone, preferred, self._order)
+        self.records[owner] = MemoryRecord(placed.zone, preferred, self._order, size)
 
     def _moved(self, owner: str, zone: int) -> None:
         record = self.records.get(owner)

@@ -7,6 +7,7 @@ container over into it, and only replaces the old one when every container found
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -274,7 +275,7 @@ class BalloonsPolicy:
             if state.pinning.memory.restore(
                 cid, member.memory_limit, record.preferred, record.zone, types
             ):
-                state.pinning.restore(cid, record)
+                state.pinning.restore(cid, attrs.evolve(record, size=member.memory_limit))
         return fresh
 
     # ================================================================== containers
@@ -698,7 +699,13 @@ def _time(value: float | None) -> float:
 
 
 def _placement(ctr: Container, balloon: Balloon) -> str:
-    text = f"cpus {CPUSet(balloon.cpus) or '(none)'}"
-    if balloon.shared:
-        text += f" + shared idle {CPUSet(balloon.shared)}"
+    return _placement_text(balloon.cpus, balloon.shared)
+
+
+@functools.lru_cache(maxsize=256)
+def _placement_text(cpus: int, shared: int) -> str:
+    """``cpus 1-2 + shared idle 3`` (the same text for every member of a balloon)."""
+    text = f"cpus {CPUSet(cpus) or '(none)'}"
+    if shared:
+        text += f" + shared idle {CPUSet(shared)}"
     return text
