@@ -797,10 +797,16 @@ def check_invariants(world: World, rig: Rig) -> None:
         assert demand <= capacity, f"{demand} bytes requested on nodes {mems} ({capacity})"
 
 
+def held_cpus(ctr: Container) -> CPUSet:
+    """The CPUs a container holds: its cpuset and its exclusive CPUs (with hide-hyperthreads
+    its cpuset shows one thread of each whole core it holds)."""
+    return (ctr.cpus or CPUSet()) | CPUSet.parse(ctr.tags.get(TAG_EXCLUSIVE, ""))
+
+
 def isolated_free(world: World, rig: Rig) -> CPUSet:
     """Isolated CPUs the policy may use that no container holds."""
     held = CPUSet().union(
-        *(c.cpus for c in rig.manager.containers() if c.state.holds_resources and c.cpus)
+        *(held_cpus(c) for c in rig.manager.containers() if c.state.holds_resources)
     )
     return (world.machine.isolated & available_cpus(world.config, world.machine)) - held
 
@@ -811,21 +817,23 @@ def check_isolation_preference(world: World, rig: Rig, spec: PodSpec, free_befor
     if world.config.get("preferIsolatedCPUs") is False:
         return
     for ctr in spec.containers:
-        if ctr.annotations or not ctr.kind.startswith("guaranteed") or not 1000 <= ctr.cpu < 2000:
-            continue
-        if is_reserved(spec, ctr, world.config):
-            continue
         got = rig.manager.container(f"id-{spec.name}-{ctr.name}")
         if got is None or not got.state.holds_resources:
             continue  # refused
+        checked = (
+            not ctr.annotations
+            and ctr.kind.startswith("guaranteed")
+            and 1000 <= ctr.cpu < 2000
+            and not is_reserved(spec, ctr, world.config)
+        )
         kind = got.tags.get(TAG_KIND)
-        if free_before:
+        if checked and free_before:
             assert kind == "isolated" and got.cpus and got.cpus & free_before, (
                 f"{spec.name}/{ctr.name} ({ctr.cpu}m) is {kind} on {got.cpus} while isolated "
                 f"{free_before} was free"
             )
-        # the next container of the pod sees what this one took
-        free_before = free_before - (got.cpus or CPUSet())
+        # the next container of the pod sees what this one took (checked or not)
+        free_before = free_before - held_cpus(got)
 
 
 # ====================================================================== the property
