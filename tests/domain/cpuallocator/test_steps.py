@@ -60,6 +60,12 @@ def mixed_frequency() -> Machine:
     )
 
 
+@functools.cache
+def lone_package() -> Machine:
+    """Package 0: 4 cores x 2 threads (0-7); package 1: one CPU (8), as after hot-plug."""
+    return make_machine(["0-1", "2-3", "4-5", "6-7", "8"], packages=["0-7", "8"])
+
+
 def box16() -> Machine:
     return catalogue_machine("box-16")
 
@@ -82,6 +88,10 @@ CASES: list[tuple[str, Callable[[], Machine], str, int, CPUPriority, str]] = [
     ("idle package, then the rest beside it", box16, ALL, 10, P.NONE, "0-9"),
     ("two idle packages", box16, ALL, 16, P.NONE, "0-15"),
     ("HIGH on hybrid: all P-cores are the idle package", hybrid, ALL, 16, P.HIGH, "0-15"),
+    # the reference's allocator.go tries idle packages for every request, one CPU included
+    ("single CPU: the lone CPU of a package, not a full one", lone_package, ALL, 1, P.NONE, "8"),
+    ("3 CPUs: the lone package, then a whole core", lone_package, ALL, 3, P.NONE, "0-1,8"),
+    ("single CPU: a busy lone package is not idle", lone_package, "0-7", 1, P.NONE, "0"),
     # 2. hybrid clusters
     ("LOW takes an E-cluster", hybrid, ALL, 4, P.LOW, "16-19"),
     ("LOW takes the idle E-cluster", hybrid, "0-15,17-23", 4, P.LOW, "20-23"),

@@ -16,8 +16,10 @@ Steps, each working on what the previous ones left:
 5. single threads by: package already used, the package's free CPUs of the wanted priority
    (more first), package id, the thread's priority, the free threads of its core (fewer first), id.
 
-Steps 1-4 run only for requests of more than one CPU. Everything is deterministic: every
-choice ends in a comparison of CPU ids.
+Step 1 runs for every request, one CPU included (as the reference's): a package whose only
+usable CPU is free (the rest offline, e.g. after hot-plug) is taken before a CPU of a full
+package. Steps 2-4 run only for requests of more than one CPU. Everything is deterministic:
+every choice ends in a comparison of CPU ids.
 """
 
 from __future__ import annotations
@@ -74,8 +76,8 @@ class Picker:
         """
         st = _State(free, count, pref, eligible)
         index = self._index
+        self._idle_packages(st)
         if st.remaining > 1:
-            self._idle_packages(st)
             if efficient_clusters is not None and st.remaining > 1:
                 self._idle_clusters(st, efficient_clusters)
             if st.remaining > 1:
