@@ -24,7 +24,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from nrirp.domain.config import PolicyConfig, TemplatePolicySpec, register_spec
+from nrirp.domain.config import PolicyConfig, TemplatePolicySpec
 from nrirp.domain.config.resources import CPUResource
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import Container, LinuxResources, QOSClass
@@ -228,7 +228,5 @@ def _cpus_of(
 
 
 def register_policies(registry: PolicyRegistry) -> None:
-    register_spec(ExclusiveCpusPolicy.name, None, TemplatePolicySpec)
-    registry.register(
-        ExclusiveCpusPolicy.name, ExclusiveCpusPolicy, ExclusiveCpusPolicy.description
-    )
+    # name, description and the spec class (config_type) come from the class
+    registry.register(ExclusiveCpusPolicy)

@@ -70,7 +70,7 @@ class FirstCpuPolicy(TemplatePolicy):
 
 
 def register_policies(registry: PolicyRegistry) -> None:
-    registry.register(FirstCpuPolicy.name, FirstCpuPolicy, FirstCpuPolicy.description)
+    registry.register(FirstCpuPolicy)
 
 
 POD = Pod(id="p1", name="web", namespace="prod", uid="u1", cgroup_parent="/kubepods/podu1")

@@ -57,7 +57,7 @@ class HintProbePolicy(TemplatePolicy):
 
 
 def register_policies(registry: PolicyRegistry) -> None:
-    registry.register(HintProbePolicy.name, HintProbePolicy, HintProbePolicy.description)
+    registry.register(HintProbePolicy)
 
 
 CONFIG = {"policy": "hint-probe", "policy_modules": [THIS_MODULE]}

@@ -41,7 +41,7 @@ def test_registry_has_builtins_and_rejects_unknown() -> None:
     ):
         registry.create("balloon")
     with pytest.raises(ValueError, match="already registered"):
-        registry.register("none", NonePolicy)
+        registry.register(NonePolicy)
 
 
 def test_builtins_satisfy_the_port() -> None:

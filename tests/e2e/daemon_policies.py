@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from nrirp.domain.config import TemplatePolicySpec, register_spec
 from nrirp.domain.model import Container, policy_key
 from nrirp.domain.policies import TemplatePolicy
 from nrirp.domain.policy import PolicyRegistry
@@ -48,8 +47,6 @@ class AnnotationPinPolicy(TemplatePolicy):
 
 
 def register_policies(registry: PolicyRegistry) -> None:
-    # its config is the template policy's spec (availableResources, reservedResources)
-    register_spec(AnnotationPinPolicy.name, None, TemplatePolicySpec)
-    registry.register(
-        AnnotationPinPolicy.name, AnnotationPinPolicy, AnnotationPinPolicy.description
-    )
+    # its config is the template policy's spec (config_type, inherited: availableResources,
+    # reservedResources)
+    registry.register(AnnotationPinPolicy)

@@ -55,7 +55,7 @@ from nrirp.adapters.storage import FileStateStore
 from nrirp.adapters.sysfs import SysfsDiscovery, SysfsTopologyHints
 from nrirp.adapters.system import LoggingDecisionLog, SystemClock, ThreadTimers, read_config_file
 from nrirp.domain.config import PolicyConfig
-from nrirp.domain.pipeline import ResourceManager
+from nrirp.domain.pipeline import DefaultConfigCodec, ResourceManager
 from nrirp.domain.policies import builtin_registry
 from nrirp.domain.policy import Policy, PolicyRegistry
 from nrirp.domain.ports.hardware import HardwareDiscovery
@@ -91,8 +91,8 @@ def policy_modules_from_env(environ: Mapping[str, str] | None = None) -> list[st
 def make_policy_registry(modules: Sequence[str] | None = None) -> PolicyRegistry:
     """The built-in policies plus those of ``modules`` (default: ``NRIRP_POLICY_MODULES``).
 
-    A policy module defines ``register_policies(registry: PolicyRegistry) -> None``; it also
-    registers its config spec (``nrirp.domain.config.register_spec``) if it has one.
+    A policy module defines ``register_policies(registry: PolicyRegistry) -> None``, which
+    calls ``registry.register(PolicyClass)`` for each of its policies.
     """
     registry = builtin_registry()
     for name in policy_modules_from_env() if modules is None else modules:
@@ -116,7 +116,9 @@ def create_policy(registry: PolicyRegistry, name: str | None) -> Policy:
     return registry.create(name)
 
 
-def read_policy_config(policy: str | None, path: str | None) -> PolicyConfig | None:
+def read_policy_config(
+    registry: PolicyRegistry, policy: str | None, path: str | None
+) -> PolicyConfig | None:
     """The policy's configuration from ``path``; ``None`` without a file.
 
     Raises ``ConfigFileError`` (unreadable file) or ``ConfigError`` (every problem listed).
@@ -125,7 +127,7 @@ def read_policy_config(policy: str | None, path: str | None) -> PolicyConfig | N
         return None
     if not policy:
         raise ValueError("no policy selected (config key 'policy')")
-    return load_policy_config(policy, read_config_file(path))
+    return load_policy_config(policy, read_config_file(path), registry)
 
 
 def discover_machine(hardware: HardwareDiscovery) -> Machine:
@@ -259,7 +261,10 @@ class CoreContainer(containers.DeclarativeContainer):
     machine = providers.Singleton(discover_machine, hardware)
     policy_registry = providers.Singleton(make_policy_registry, config.policy_modules)
     policy = providers.Singleton(create_policy, policy_registry, config.policy)
-    policy_config = providers.Singleton(read_policy_config, config.policy, config.config_file)
+    policy_config = providers.Singleton(
+        read_policy_config, policy_registry, config.policy, config.config_file
+    )
+    config_codec = providers.Singleton(DefaultConfigCodec, policy_registry)
     resource_manager = providers.Singleton(
         ResourceManager,
         policy=policy,
@@ -273,6 +278,7 @@ class CoreContainer(containers.DeclarativeContainer):
         hints=topology_hints,
         timers=timers,
         annotation_parser=annotation_parser,
+        config_codec=config_codec,
     )
 
 

@@ -48,5 +48,5 @@ class BadStatePolicy(TemplatePolicy):
 
 
 def register_policies(registry: PolicyRegistry) -> None:
-    registry.register(MovePolicy.name, MovePolicy, MovePolicy.description)
-    registry.register(BadStatePolicy.name, BadStatePolicy, BadStatePolicy.description)
+    registry.register(MovePolicy)
+    registry.register(BadStatePolicy)

@@ -7,7 +7,7 @@ from typing import Any
 
 from nrirp.adapters.documents.budget import CONFIG
 from nrirp.adapters.documents.loader import UnreadableDocument, load_document
-from nrirp.domain.config import ConfigError, ConfigProblem, PolicyConfig
+from nrirp.domain.config import ConfigError, ConfigProblem, PolicyConfig, PolicySpecs
 from nrirp.domain.config import load_policy_config as load_policy_config_data
 from nrirp.domain.config.errors import ROOT
 
@@ -24,11 +24,16 @@ def parse_config_document(policy: str, source: str | bytes) -> Any:
         ) from None
 
 
-def load_policy_config(policy: str, source: str | bytes | Mapping[str, Any] | None) -> PolicyConfig:
+def load_policy_config(
+    policy: str,
+    source: str | bytes | Mapping[str, Any] | None,
+    specs: PolicySpecs | None = None,
+) -> PolicyConfig:
     """The config of ``policy`` from YAML/JSON text, UTF-8 bytes or parsed data (a bare spec
     or a ``config.nri/v1alpha1`` custom resource; see
-    :func:`nrirp.domain.config.load_policy_config`).
+    :func:`nrirp.domain.config.load_policy_config`), with the spec class and kind ``specs``
+    (the composition's policy registry; default: the built-in policies) gives the policy.
 
     Raises :class:`ConfigError` listing the problems, and nothing else."""
     data = parse_config_document(policy, source) if isinstance(source, str | bytes) else source
-    return load_policy_config_data(policy, data)
+    return load_policy_config_data(policy, data, specs)

@@ -306,7 +306,9 @@ class Daemon:
         if self.watcher is not None:
             self.watcher.mark_seen()
         try:
-            config = load_policy_config(self.args.policy, read_config_file(path))
+            config = load_policy_config(
+                self.args.policy, read_config_file(path), self.container.policy_registry()
+            )
         except (ConfigFileError, DocumentError) as exc:  # the loader raises only ConfigError
             _log_config_error(
                 f"reload ({trigger}): new configuration {path} not applied, the old one stays",

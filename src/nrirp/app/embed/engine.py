@@ -35,7 +35,7 @@ from dependency_injector import providers
 from nrirp.adapters.documents import load_policy_config
 from nrirp.app.containers import EmbeddedContainer
 from nrirp.app.embed.policy_modules import resolve_policy_modules
-from nrirp.domain.config import ConfigError, PolicyConfig
+from nrirp.domain.config import ConfigError, PolicyConfig, SpecRegistration
 from nrirp.domain.model import Container, LinuxResources, Pod, Update
 from nrirp.domain.pipeline import (
     CreateResult,
@@ -43,7 +43,7 @@ from nrirp.domain.pipeline import (
     ResourceManager,
     StartOutcome,
 )
-from nrirp.domain.policy import MetricSample, Policy, PolicyEvent, TopologyZone
+from nrirp.domain.policy import MetricSample, Policy, PolicyEvent, PolicyRegistry, TopologyZone
 from nrirp.domain.ports.clock import Clock
 from nrirp.domain.ports.decisions import DecisionLog
 from nrirp.domain.ports.hardware import HardwareDiscovery
@@ -79,6 +79,20 @@ def _as_runtime_updates(value: RuntimeUpdates | Callable[[Sequence[Update]], Non
     raise TypeError("runtime_updates must have submit(updates) or be a function of the updates")
 
 
+def _make_known(registry: PolicyRegistry, policy: type[Policy]) -> None:
+    """Register ``policy`` unless its name is taken; a taken name must have its config type."""
+    registered = registry.spec_registration(policy.name)
+    if registered is None:
+        registry.register(policy)
+        return
+    own = SpecRegistration.checked(policy.name, registered.kind, policy.config_type)
+    if own != registered:
+        raise ValueError(
+            f"policy {policy.name!r} is already registered with config type"
+            f" {registered.spec_class.__name__}, not {own.spec_class.__name__}"
+        )
+
+
 class Engine:
     """One resource-manager engine: a policy over the pods and containers of one node.
 
@@ -94,7 +108,7 @@ class Engine:
     @classmethod
     def build(
         cls,
-        policy: str | Policy,
+        policy: str | Policy | type[Policy],
         *,
         runtime_updates: RuntimeUpdates | Callable[[Sequence[Update]], None],
         config: ConfigSource | None = None,
@@ -115,7 +129,9 @@ class Engine:
         """An engine on :class:`EmbeddedContainer` with the agent's adapters.
 
         ``policy`` is a registered name (built-in, or from ``policy_modules``: module names or
-        ``.py`` files, default ``NRIRP_POLICY_MODULES``) or a policy object. The configuration
+        ``.py`` files, default ``NRIRP_POLICY_MODULES``), a policy class or a policy object
+        (its class is registered with the engine's policies: its ``config_type`` configures it,
+        nothing else to register). The configuration
         is ``config`` or the file ``config_file`` (default: the saved one, else the policy's
         defaults). Hardware: ``machine``, else ``hardware`` discovery, else the sysfs tree at
         ``sysfs_root`` (``/sys``). State is kept in memory unless ``state_store`` is given;
@@ -153,12 +169,19 @@ class Engine:
         for key, value in overrides.items():
             if value is not None:
                 getattr(container, key).override(providers.Object(value))
-        if not isinstance(policy, str):
+        registry = container.policy_registry()
+        if isinstance(policy, type):
+            _make_known(registry, policy)
+            container.policy.override(providers.Singleton(policy))
+        elif not isinstance(policy, str):
+            _make_known(registry, type(policy))
             container.policy.override(providers.Object(policy))
         loaded = None
         if config is not None:
             loaded = (
-                config if isinstance(config, PolicyConfig) else load_policy_config(name, config)
+                config
+                if isinstance(config, PolicyConfig)
+                else load_policy_config(name, config, registry)
             )
         engine = cls(container, loaded if isinstance(loaded, PolicyConfig) else None)
         engine.manager  # noqa: B018 - build now: bad hardware, policy or config fail here
@@ -273,7 +296,8 @@ class Engine:
         stays and the outcome says why."""
         if not isinstance(config, PolicyConfig):
             try:
-                config = load_policy_config(self.policy.name, config)
+                registry = self.container.policy_registry()
+                config = load_policy_config(self.policy.name, config, registry)
             except ConfigError as exc:  # the loader's one error class, whatever went wrong
                 return ReconfigureOutcome(False, "; ".join(exc.shown_problems()))
         return self.manager.reconfigure(config)

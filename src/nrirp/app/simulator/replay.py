@@ -40,7 +40,7 @@ from nrirp.app.simulator.workload import (
     UpdateContainer,
     Workload,
 )
-from nrirp.domain.config import ConfigError
+from nrirp.domain.config import ConfigError, PolicySpecs
 from nrirp.domain.config.duration import Duration
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.pipeline import ResourceManager
@@ -77,9 +77,11 @@ class Replayer:
         decisions: Any,
         workload: Workload,
         store: Any = None,
+        specs: PolicySpecs | None = None,
     ) -> None:
         self.simulation = simulation
         self.store = store
+        self.specs = specs
         self.runtime: SimRuntime = simulation.runtime
         self.manager = manager
         self.updates = updates
@@ -191,7 +193,7 @@ class Replayer:
                 source: str | Mapping[str, Any] = read_config_file(path)
             else:
                 source = action.config
-            config = load_policy_config(policy, source)
+            config = load_policy_config(policy, source, self.specs)
         except ConfigError as exc:
             raise StepFailed(
                 *(f"{p.path}: {p.message}" for p in exc.problems),
@@ -322,6 +324,7 @@ async def replay(container: Any, workload: Workload) -> list[StepResult]:
             container.decision_log(),
             workload,
             container.state_store(),
+            container.policy_registry(),
         )
         return await replayer.run()
 

@@ -3,7 +3,8 @@
 Entry points: :func:`load_policy_config` (parsed data -> :class:`PolicyConfig`, or one
 :class:`ConfigError` listing the problems; text goes through
 ``nrirp.adapters.documents.load_policy_config``), :func:`unstructure_policy_config` (back to the
-reference's key names) and :func:`register_spec` (for pluggable policies).
+reference's key names). Both take the policy registry as :class:`PolicySpecs` (which spec class
+and custom-resource kind each policy has; default: the built-in policies).
 """
 
 from nrirp.domain.config.agent import AgentConfig
@@ -61,13 +62,7 @@ from nrirp.domain.config.rdt import (
     RDTOptions,
     RDTPartition,
 )
-from nrirp.domain.config.registry import (
-    SpecRegistration,
-    register_spec,
-    registered_policies,
-    spec_registration,
-    unregister_spec,
-)
+from nrirp.domain.config.registry import PolicySpecs, SpecRegistration
 from nrirp.domain.config.resources import CPUResource, ResourceConstraints
 from nrirp.domain.config.scheduling import SchedulingClass
 from nrirp.domain.config.template import NonePolicySpec, TemplatePolicySpec
@@ -120,6 +115,7 @@ __all__ = [
     "NonePolicySpec",
     "Operator",
     "PolicyConfig",
+    "PolicySpecs",
     "QoSClass",
     "Quantity",
     "QuantityError",
@@ -140,9 +136,5 @@ __all__ = [
     "TurboDomain",
     "dump_policy_config",
     "load_policy_config",
-    "register_spec",
-    "registered_policies",
-    "spec_registration",
-    "unregister_spec",
     "unstructure_policy_config",
 ]

@@ -18,9 +18,9 @@ from nrirp.domain.config.instrumentation import InstrumentationConfig
 from nrirp.domain.config.log import LogConfig
 from nrirp.domain.config.registry import (
     COMMON_BLOCK_KEYS,
+    PolicySpecs,
     SpecRegistration,
-    registered_policies,
-    spec_registration,
+    builtin_specs,
 )
 from nrirp.domain.ports.documents import clip
 
@@ -38,8 +38,8 @@ class PolicyConfig:
     """A complete, valid configuration of one policy: its typed ``spec`` and the common blocks
     (which live inside the spec in documents, as in the reference's custom resources).
 
-    ``spec`` is an instance of the spec class registered for ``policy``
-    (:class:`TopologyAwarePolicySpec`, :class:`BalloonsPolicySpec`, ...)."""
+    ``spec`` is an instance of the spec class of ``policy`` (its ``config_type``:
+    :class:`TopologyAwarePolicySpec`, :class:`BalloonsPolicySpec`, ...)."""
 
     policy: str
     spec: Any
@@ -71,16 +71,19 @@ def _in_document_order(issues: list[Issue], spec: Mapping[Any, Any], prefix: Pat
     return sorted(issues, key=position)
 
 
-def load_policy_config(policy: str, data: object) -> PolicyConfig:
+def load_policy_config(policy: str, data: object, specs: PolicySpecs | None = None) -> PolicyConfig:
     """Load the config of ``policy`` from parsed data (``None`` is an empty spec): the bare
     spec or a whole ``config.nri/v1alpha1`` custom-resource document, as a mapping.
+    ``specs`` (the composition's policy registry; default: the built-in policies) gives the
+    policy's spec class and custom-resource kind.
 
     Raises :class:`ConfigError` listing the problems (path and bad value), and nothing else:
     an unexpected failure is reported as one problem naming its exception type. Never
     returns a partial config."""
-    registration = spec_registration(policy)
+    specs = builtin_specs() if specs is None else specs
+    registration = specs.spec_registration(policy)
     if registration is None:
-        known = ", ".join(repr(p) for p in registered_policies())
+        known = ", ".join(repr(p) for p in specs.names())
         raise ConfigError(
             [ConfigProblem(ROOT, f"unknown policy {policy!r} (known: {known})")],
             subject="policy configuration",
@@ -129,17 +132,22 @@ def _load(policy: str, registration: SpecRegistration, data: object) -> PolicyCo
 
 
 def unstructure_policy_config(
-    config: PolicyConfig, *, as_document: bool = False, name: str = "default"
+    config: PolicyConfig,
+    *,
+    as_document: bool = False,
+    name: str = "default",
+    specs: PolicySpecs | None = None,
 ) -> dict[str, Any]:
     """The config as plain data with the reference's key names: the bare spec (common blocks
-    inside it), or with ``as_document`` a whole custom resource named ``name``.
+    inside it), or with ``as_document`` a whole custom resource named ``name`` (its kind from
+    ``specs``, default: the built-in policies).
     ``load_policy_config(config.policy, unstructure_policy_config(config)) == config``."""
     spec: dict[str, Any] = unstructure(config.spec, type(config.spec))
     for key in _COMMON_BLOCKS:
         spec[key] = unstructure(getattr(config, key))
     if not as_document:
         return spec
-    registration = spec_registration(config.policy)
+    registration = (builtin_specs() if specs is None else specs).spec_registration(config.policy)
     if registration is None or registration.kind is None:
         raise ValueError(f"policy {config.policy!r} has no custom resource kind")
     return {

@@ -1,13 +1,19 @@
-"""Which spec class configures which policy; policies are pluggable, so specs register here."""
+"""What config loading needs to know of each policy: its spec class and custom-resource kind.
+
+There is no registry here: the policy registry (``nrirp.domain.policy.PolicyRegistry``) reads
+each policy's spec class from the policy class when the policy is registered, and is handed to
+the loading functions as :class:`PolicySpecs`. Without one they know the built-in policies.
+"""
 
 from __future__ import annotations
 
+from functools import cache
+from typing import Protocol
+
 import attrs
 
-from nrirp.domain.config.balloons import BalloonsPolicySpec
 from nrirp.domain.config.keys import key_map
-from nrirp.domain.config.template import NonePolicySpec, TemplatePolicySpec
-from nrirp.domain.config.topology_aware import TopologyAwarePolicySpec
+from nrirp.domain.config.template import NonePolicySpec
 
 COMMON_BLOCK_KEYS = ("control", "log", "instrumentation", "agent")
 
@@ -21,50 +27,42 @@ class SpecRegistration:
     kind: str | None
     spec_class: type
 
-
-_REGISTRY: dict[str, SpecRegistration] = {}
-
-
-def register_spec(policy_name: str, kind: str | None, spec_class: type) -> None:
-    """Register the spec class of a policy. Registering the same thing twice is harmless;
-    registering a different class or kind under a taken name or kind is an error."""
-    if not policy_name:
-        raise ValueError("a policy name is required")
-    if not attrs.has(spec_class):
-        raise TypeError(
-            f"spec class {spec_class!r} of policy {policy_name!r} is not an attrs class"
-        )
-    clashes = sorted(set(key_map(spec_class).values()) & set(COMMON_BLOCK_KEYS))
-    if clashes:
-        raise ValueError(
-            f"spec class {spec_class.__name__} of policy {policy_name!r} uses keys reserved"
-            f" for the common blocks: {', '.join(clashes)}"
-        )
-    entry = SpecRegistration(policy_name, kind, spec_class)
-    existing = _REGISTRY.get(policy_name)
-    if existing is not None and existing != entry:
-        raise ValueError(f"policy {policy_name!r} is already registered with {existing}")
-    for other in _REGISTRY.values():
-        if kind is not None and other.kind == kind and other.policy != policy_name:
-            raise ValueError(f"kind {kind!r} is already registered for policy {other.policy!r}")
-    _REGISTRY[policy_name] = entry
+    @classmethod
+    def checked(cls, policy: str, kind: str | None, spec_class: type | None) -> SpecRegistration:
+        """The registration of ``policy``'s spec, refused (``ValueError``, ``TypeError``) when
+        the name is empty or the spec class is not an attrs class or uses a common block's key.
+        A policy without a spec class (``None``) takes the empty spec: only the common blocks."""
+        if not policy:
+            raise ValueError("a policy name is required")
+        if spec_class is None:
+            spec_class = NonePolicySpec
+        if not attrs.has(spec_class):
+            raise TypeError(f"spec class {spec_class!r} of policy {policy!r} is not an attrs class")
+        clashes = sorted(set(key_map(spec_class).values()) & set(COMMON_BLOCK_KEYS))
+        if clashes:
+            raise ValueError(
+                f"spec class {spec_class.__name__} of policy {policy!r} uses keys reserved"
+                f" for the common blocks: {', '.join(clashes)}"
+            )
+        return cls(policy, kind, spec_class)
 
 
-def unregister_spec(policy_name: str) -> None:
-    """Remove a registration (for plugins that go away, and for tests)."""
-    _REGISTRY.pop(policy_name, None)
+class PolicySpecs(Protocol):
+    """The spec registrations of the policies one composition knows (its policy registry)."""
+
+    def spec_registration(self, policy: str) -> SpecRegistration | None:
+        """The registration of ``policy``'s spec; ``None`` for an unknown policy."""
+        ...
+
+    def names(self) -> list[str]:
+        """The known policy names, sorted."""
+        ...
 
 
-def spec_registration(policy_name: str) -> SpecRegistration | None:
-    return _REGISTRY.get(policy_name)
+@cache
+def builtin_specs() -> PolicySpecs:
+    """The built-in policies' specs: what the loading functions use when given none."""
+    # the policies import this package, so their registry is imported when first needed
+    from nrirp.domain.policies import builtin_registry
 
-
-def registered_policies() -> list[str]:
-    """Names of the policies with a registered spec, sorted."""
-    return sorted(_REGISTRY)
-
-
-register_spec("topology-aware", "TopologyAwarePolicy", TopologyAwarePolicySpec)
-register_spec("balloons", "BalloonsPolicy", BalloonsPolicySpec)
-register_spec("template", "TemplatePolicy", TemplatePolicySpec)
-register_spec("none", None, NonePolicySpec)
+    return builtin_registry()

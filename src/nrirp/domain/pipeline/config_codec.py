@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from nrirp.domain.config import PolicyConfig, load_policy_config, unstructure_policy_config
+from nrirp.domain.config import (
+    PolicyConfig,
+    PolicySpecs,
+    load_policy_config,
+    unstructure_policy_config,
+)
 
 
 class ConfigCodec(Protocol):
@@ -17,10 +22,14 @@ class ConfigCodec(Protocol):
 
 
 class DefaultConfigCodec:
-    """The config package's own document form (the reference's key names)."""
+    """The config package's own document form (the reference's key names), loaded with the
+    spec classes of ``specs`` (the composition's policy registry; default: the built-ins)."""
+
+    def __init__(self, specs: PolicySpecs | None = None) -> None:
+        self._specs = specs
 
     def dump(self, config: PolicyConfig) -> Mapping[str, Any]:
         return unstructure_policy_config(config)
 
     def load(self, policy: str, document: Mapping[str, Any]) -> PolicyConfig:
-        return load_policy_config(policy, document)
+        return load_policy_config(policy, document, self._specs)

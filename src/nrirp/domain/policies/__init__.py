@@ -10,12 +10,10 @@ from nrirp.domain.policy import PolicyRegistry
 def builtin_registry() -> PolicyRegistry:
     """A registry with the built-in policies (more are added as they are written)."""
     registry = PolicyRegistry()
-    registry.register(TemplatePolicy.name, TemplatePolicy, TemplatePolicy.description)
-    registry.register(NonePolicy.name, NonePolicy, NonePolicy.description)
-    registry.register(
-        TopologyAwarePolicy.name, TopologyAwarePolicy, TopologyAwarePolicy.description
-    )
-    registry.register(BalloonsPolicy.name, BalloonsPolicy, BalloonsPolicy.description)
+    registry.register(TemplatePolicy, kind="TemplatePolicy")
+    registry.register(NonePolicy)
+    registry.register(TopologyAwarePolicy, kind="TopologyAwarePolicy")
+    registry.register(BalloonsPolicy, kind="BalloonsPolicy")
     return registry
 
 

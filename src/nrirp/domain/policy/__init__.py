@@ -3,7 +3,12 @@
 from nrirp.domain.policy.context import NoTimersError, PolicyContext
 from nrirp.domain.policy.events import UPDATES_FAILED, PolicyEvent, UpdatesFailed
 from nrirp.domain.policy.port import Policy, PolicyError
-from nrirp.domain.policy.registry import PolicyFactory, PolicyRegistry, UnknownPolicyError
+from nrirp.domain.policy.registry import (
+    PolicyEntry,
+    PolicyFactory,
+    PolicyRegistry,
+    UnknownPolicyError,
+)
 from nrirp.domain.policy.zones import MetricSample, TopologyZone, ZoneAttribute, ZoneResource
 
 __all__ = [
@@ -12,6 +17,7 @@ __all__ = [
     "NoTimersError",
     "Policy",
     "PolicyContext",
+    "PolicyEntry",
     "PolicyError",
     "PolicyEvent",
     "PolicyFactory",
