@@ -21,7 +21,7 @@ Coverage (reference-policies.md §2 annotations, suffix ``.resource-policy.nri.i
 | `memory-type` hbm, `dram,hbm` | test_memory_types_hbm |
 | `cold-start` (timer and `cold-start-done` event) | test_memory_types_pmem |
 | `cpu.preserve`, `memory.preserve` | test_preserve |
-| `hide-hyperthreads` (shared; exclusive as documented) | test_cpu_preferences |
+| `hide-hyperthreads` (shared; exclusive: N CPUs held, siblings hidden) | test_cpu_preferences |
 | `unlimited-burstable` | test_unlimited_burstable |
 | `scheduling-class` | test_classes |
 | `cpu-class` | test_classes |
@@ -271,15 +271,15 @@ CPU_PREFERENCES: dict[int, dict[str, Placement]] = {
         "default/mixed25/app": ("1-3,8-13", "0"),
     },
     6: {"default/ht/app": ("1,8,10,12", "0")},
-    # docs/topology-aware.md (a documented difference from the reference): hide-hyperthreads
-    # takes N whole cores for N exclusive CPUs, here 8-9, and shows one thread of each
+    # the reference: hide-hyperthreads takes the N CPUs asked for (here the lonely thread 1,
+    # the allocator's pick for one CPU) and hides their siblings; nothing more is held
     7: {
-        "default/htx/app": ("8", "0"),
-        "default/shared1/app": ("1,10-13", "0"),
-        "default/frac/app": ("1,10-13", "0"),
-        "default/mixed15/app": ("1,10-14", "0"),
-        "default/mixed25/app": ("1-3,10-13", "0"),
-        "default/ht/app": ("1,10,12", "0"),
+        "default/htx/app": ("1", "0"),
+        "default/shared1/app": ("8-13", "0"),
+        "default/frac/app": ("8-13", "0"),
+        "default/mixed15/app": ("8-14", "0"),
+        "default/mixed25/app": ("2-3,8-13", "0"),
+        "default/ht/app": ("8,10,12", "0"),
     },
 }
 

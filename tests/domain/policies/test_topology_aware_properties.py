@@ -745,7 +745,8 @@ def check_invariants(world: World, rig: Rig) -> None:
             unpinned = ctr.kind in ("besteffort", "burstable", "burstable-unlimited")
             if plain and unpinned and not is_reserved(spec, ctr, config):
                 assert kind == "shared" and not mine, f"not shared: {where}"
-            if mine and not hide_ht:
+            if mine:
+                # hide-hyperthreads too: the CPUs asked for are held, their siblings hidden
                 assert len(mine) == ctr.cpu // 1000, f"exclusive grant of the wrong size: {where}"
             if kind in ("shared", "exclusive", "isolated") and not (c.cpus <= reserved):
                 part = c.cpus - mine
@@ -799,7 +800,7 @@ def check_invariants(world: World, rig: Rig) -> None:
 
 def held_cpus(ctr: Container) -> CPUSet:
     """The CPUs a container holds: its cpuset and its exclusive CPUs (with hide-hyperthreads
-    its cpuset shows one thread of each whole core it holds)."""
+    its cpuset shows one thread of each core of the CPUs it holds)."""
     return (ctr.cpus or CPUSet()) | CPUSet.parse(ctr.tags.get(TAG_EXCLUSIVE, ""))
 
 

@@ -15,44 +15,69 @@ from nrirp.domain.topology.hints import TopologyHint
 from .support import GiB, anno, config, make_rig
 
 
-def test_hide_hyperthreads_gives_whole_cores_and_shows_one_thread_of_each() -> None:
+def test_hide_hyperthreads_holds_the_cpus_asked_and_shows_one_thread_of_each_core() -> None:
+    """The reference allocates the N CPUs asked for and hides the sibling threads: the grant
+    holds N hardware threads (what the scheduler accounts), the cpuset shows one per core."""
     rig = make_rig("box-16")  # smt-adjacent: cores are (0,1), (2,3), ...
     hide = anno("hide-hyperthreads", "true")
     _, ctr, _ = rig.run("g", "Guaranteed", cpu=4000, annotations=hide)
     exclusive = CPUSet.parse(rig.tags(ctr)["topology-aware.exclusive"])
+    assert len(exclusive) == 4  # 4 CPUs asked, 4 held: 2 whole cores from the allocator
     cores = {rig.machine.core_of(c).cpus for c in exclusive}
-    # 4 CPUs asked: 4 whole cores held, one thread of each shown, the siblings left idle
-    assert len(cores) == 4 and CPUSet().union(*cores) == exclusive and len(exclusive) == 8
-    assert rig.cpus(ctr) == CPUSet.from_ids(c.min() for c in cores)
+    assert len(cores) == 2 and CPUSet().union(*cores) == exclusive
+    assert rig.cpus(ctr) == CPUSet.from_ids(c.min() for c in cores)  # one thread of each
+    pool = rig.alloc.tree.by_name(rig.pool(ctr))
+    assert pool is not None and not rig.alloc.supply.sharable[pool.id] & exclusive
     _, shared, _ = rig.run("s", cpu=200, annotations=hide)
-    assert rig.cpus(shared).isdisjoint(exclusive)  # nobody else gets the idle siblings
+    assert rig.cpus(shared).isdisjoint(exclusive)  # the hidden siblings stay the grant's
     assert all(len(rig.machine.core_of(c).cpus & rig.cpus(shared)) == 1 for c in rig.cpus(shared))
     _, plain, _ = rig.run("p", cpu=200)
     assert rig.cpus(plain).isdisjoint(exclusive)
 
 
-def test_hide_hyperthreads_on_the_112_cpu_machine_keeps_the_requested_count() -> None:
+def test_hide_hyperthreads_fills_a_node_as_the_scheduler_accounts_it() -> None:
+    """Every CPU the scheduler counts free can be granted: hiding threads takes no more."""
+    rig = make_rig("box-16", config(reservedResources={"cpu": "cpuset:0"}))
+    hide = anno("hide-hyperthreads", "true")
+    # socket #0 holds CPUs 0-7: 0 reserved, 7 left for exclusive grants of 3 + 3 + 1
+    grants = [
+        rig.run(f"g{i}", "Guaranteed", cpu=cpu, annotations=hide)[1]
+        for i, cpu in enumerate((3000, 3000, 1000, 3000, 3000, 2000))
+    ]
+    held = [CPUSet.parse(rig.tags(g)["topology-aware.exclusive"]) for g in grants]
+    assert [len(h) for h in held] == [3, 3, 1, 3, 3, 2]
+    assert len(CPUSet().union(*held)) == 15  # every CPU but the reserved one, none twice
+    for g, h in zip(grants, held, strict=True):
+        assert rig.cpus(g) == CPUSet.from_ids(min(rig.machine.core_of(c).cpus & h) for c in h)
+
+
+def test_hide_hyperthreads_on_the_112_cpu_machine_shows_one_thread_of_the_core() -> None:
     rig = make_rig("server-112-pmem")
     _, ctr, _ = rig.run("g", "Guaranteed", cpu=2000, annotations=anno("hide-hyperthreads", "true"))
     exclusive = CPUSet.parse(rig.tags(ctr)["topology-aware.exclusive"])
-    assert len(rig.cpus(ctr)) == 2  # not one CPU for a 2-CPU request
-    assert exclusive == CPUSet().union(*(rig.machine.thread_siblings(c) for c in rig.cpus(ctr)))
-    assert len(exclusive) == 4
-    # a restart keeps the whole cores as they are
+    assert len(exclusive) == 2  # the allocator's whole core for an even request
+    assert exclusive == rig.machine.thread_siblings(exclusive.min())
+    assert rig.cpus(ctr) == CPUSet.of(exclusive.min())
+    # a restart keeps the grant as it is
     again = make_rig("server-112-pmem", store=rig.store, clock=rig.clock)
     assert again.cpus(ctr) == rig.cpus(ctr) and again.updates.updates == []
     assert again.tags(ctr)["topology-aware.exclusive"] == str(exclusive)
 
 
-def test_hide_hyperthreads_mixed_and_refusal_name_whole_cores() -> None:
+def test_hide_hyperthreads_mixed_and_refusal_count_cpus() -> None:
     rig = make_rig("box-16")
     hide = anno("hide-hyperthreads", "true")
     _, mixed, _ = rig.run("m", "Guaranteed", cpu=1500, annotations=hide)
     exclusive = CPUSet.parse(rig.tags(mixed)["topology-aware.exclusive"])
-    assert len(exclusive) == 2 and exclusive == rig.machine.core_of(exclusive.min()).cpus
-    assert exclusive.min() in rig.cpus(mixed) and exclusive.max() not in rig.cpus(mixed)
-    with pytest.raises(OperationFailedError, match=r"no pool has 8 exclusive CPUs \(whole cores"):
-        rig.run("big", "Guaranteed", cpu=8000, annotations=hide)
+    assert len(exclusive) == 1
+    pool = rig.alloc.tree.by_name(rig.pool(mixed))
+    assert pool is not None
+    shown = exclusive | rig.alloc.supply.shared_cpus(pool)
+    assert rig.cpus(mixed) == CPUSet.from_ids(
+        min(rig.machine.core_of(c).cpus & shown) for c in shown
+    )
+    with pytest.raises(OperationFailedError, match=r"no pool has 16 exclusive CPUs: best"):
+        rig.run("big", "Guaranteed", cpu=16000, annotations=hide)
 
 
 def test_cpu_preserve_leaves_cpus_alone_but_pins_memory() -> None:

@@ -36,25 +36,15 @@ class CPUPicker:
         self.machine = machine
         self.supply = supply
         self.cpu_allocator = cpu_allocator
-        self.threads_per_core = max((len(c.cpus) for c in machine.cores.values()), default=1)
         self._one_per_core: dict[CPUSet, CPUSet] = {}
 
     # ------------------------------------------------------------------ picking
-    def exclusive_threads(self, cpu: CPURequest) -> int:
-        """CPUs the exclusive part of ``cpu`` takes: whole cores with hide-hyperthreads."""
-        return cpu.full * self.threads_per_core if cpu.hide_hyperthreads else cpu.full
-
     def pick(self, available: CPUSet, cpu: CPURequest, hinted: CPUSet) -> CPUSet:
-        """The exclusive CPUs of ``cpu`` out of ``available`` (empty when they are not
-        there): ``cpu.full`` CPUs, or that many whole cores with hide-hyperthreads."""
-        if not cpu.hide_hyperthreads:
-            return self._pick_threads(available, cpu.full, cpu.priority, hinted)
-        leads = self._core_leads(available)
-        near = CPUSet()
-        if hinted:
-            near = CPUSet.from_ids(i for i in leads if self.machine.thread_siblings(i) & hinted)
-        picked = self._pick_threads(leads, cpu.full, cpu.priority, near)
-        return CPUSet().union(*(self.machine.thread_siblings(i) for i in picked))
+        """The ``cpu.full`` exclusive CPUs of ``cpu`` out of ``available`` (empty when they
+        are not there). With hide-hyperthreads too: the grant holds the CPUs it asked for
+        (the scheduler accounts those) and its cpuset shows one thread of each of their
+        cores (:meth:`cpus_of`)."""
+        return self._pick_threads(available, cpu.full, cpu.priority, hinted)
 
     def pick_sharable(self, pool: Pool, cpu: CPURequest, hinted: CPUSet) -> CPUSet:
         """Exclusive CPUs from the pool's sharable set that leave every pool they come from
@@ -95,23 +85,7 @@ class CPUPicker:
         except CPUAllocationError:
             return CPUSet()
 
-    def _core_leads(self, cpus: CPUSet) -> CPUSet:
-        """The first thread of every core whose threads are all in ``cpus``."""
-        siblings = self.machine.thread_siblings
-        return CPUSet.from_ids(
-            i for i in cpus if siblings(i).min() == i and siblings(i).issubset(cpus)
-        )
-
     # ------------------------------------------------------------------ checking
-    def shape_ok(self, cpu: CPURequest, cpus: CPUSet) -> bool:
-        """Do ``cpus`` hold what ``cpu``'s exclusive part asks: ``full`` CPUs, or ``full``
-        whole cores with hide-hyperthreads?"""
-        if not cpu.hide_hyperthreads:
-            return len(cpus) == cpu.full
-        leads = self._core_leads(cpus)
-        whole = sum(len(self.machine.thread_siblings(i)) for i in leads)
-        return len(leads) == cpu.full and whole == len(cpus)
-
     def problem(self, request: Request, pool: Pool, kind: CPUKind, exclusive: CPUSet) -> str | None:
         """Why ``request`` cannot be served in ``pool`` with a grant of ``kind`` holding
         ``exclusive`` (free, not accounted) now; ``None`` when it can."""
@@ -119,9 +93,8 @@ class CPUPicker:
         supply = self.supply
         if kind not in compatible_kinds(cpu.kind):
             return f"kind {kind.value} does not suit the request now"
-        if not self.shape_ok(cpu, exclusive):
-            what = "whole cores" if cpu.hide_hyperthreads else "exclusive CPUs"
-            return f"{plural(len(exclusive), 'exclusive CPU')}, {cpu.full} {what} wanted"
+        if len(exclusive) != cpu.full:
+            return f"{plural(len(exclusive), 'exclusive CPU')}, {cpu.full} wanted"
         sliced = CPUSet()
         if exclusive:
             from_isolated = exclusive.issubset(supply.isolated[pool.id])

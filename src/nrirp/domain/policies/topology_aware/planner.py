@@ -133,7 +133,6 @@ class Planner:
             memory=memory_fit,
             priority_cpus=priority_cpus,
             normal_cpus=normal_cpus,
-            threads=self.cpus.exclusive_threads(request.cpu),
         )
         hinted = CPUSet().union(*(h.cpus for h in hints)) if request.pick_by_hints else CPUSet()
         signature = None
@@ -191,19 +190,18 @@ class Planner:
         sharable = len(supply.sharable[pool.id])
         used = supply.shared_granted[pool.id]
         allocatable = supply.allocatable_shared(pool)
-        cores = " (whole cores: hide-hyperthreads)" if cpu.hide_hyperthreads else ""
         isolated = ""
         if cpu.full and (cpu.require_isolated or (cpu.isolate and supply.isolated_cpus)):
             roomy = max(scores, key=lambda s: (len(supply.isolated[s.pool.id]), -s.pool.id)).pool
             free, total = len(supply.isolated[roomy.id]), len(supply.isolated_all[roomy.id])
             isolated = (
-                f"no pool has {plural(cpu.full, 'free isolated CPU')}{cores}: best "
+                f"no pool has {plural(cpu.full, 'free isolated CPU')}: best "
                 f"{roomy.name} has {free} free of its {plural(total, 'isolated CPU')}"
             )
         if cpu.require_isolated:
             return f"{label}: {isolated} (require-isolated-cpus)"
         if cpu.full:
-            text = f"{label}: no pool has {plural(cpu.full, 'exclusive CPU')}{cores}"
+            text = f"{label}: no pool has {plural(cpu.full, 'exclusive CPU')}"
             if cpu.shared:
                 text += f" and {cpu.shared}m shared CPU"
             text += (

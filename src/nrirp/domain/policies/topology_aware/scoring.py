@@ -94,8 +94,7 @@ _UNFIT = MemoryFit(False, 1 << 30, False, False)
 class PoolScorer:
     """Scores pools for one request: what does not depend on the pool is prepared once.
 
-    ``threads``: the CPUs the exclusive part takes (``cpu.full`` unless whole cores are
-    wanted). Memory is looked at only for pools that can take the request's CPUs.
+    Memory is looked at only for pools that can take the request's CPUs.
     """
 
     def __init__(
@@ -108,14 +107,13 @@ class PoolScorer:
         memory: Callable[[Pool], MemoryFit],
         priority_cpus: CPUSet | None,
         normal_cpus: CPUSet | None = None,
-        threads: int | None = None,
     ) -> None:
         self.cpu = cpu
         self.supply = supply
         self.weighted = weighted
         self.hints = hints
         self.memory = memory
-        self.full = cpu.full if threads is None else threads
+        self.full = cpu.full
         self.want = max(self.full, 1)
         self.allocatable = supply.allocatable_shared_all()
         self.reserved_kind = cpu.kind is CPUKind.RESERVED
@@ -267,7 +265,6 @@ def rank_pools(
     memory: Callable[[Pool], MemoryFit],
     priority_cpus: CPUSet | None,
     normal_cpus: CPUSet | None = None,
-    threads: int | None = None,
 ) -> list[Score]:
     """``pools`` best first (smaller keys are better)."""
     scorer = PoolScorer(
@@ -278,7 +275,6 @@ def rank_pools(
         memory=memory,
         priority_cpus=priority_cpus,
         normal_cpus=normal_cpus,
-        threads=threads,
     )
     out = [scorer.score(pool) for pool in pools]
     out.sort(key=score_key)
