@@ -64,13 +64,51 @@ def test_reference_shorthand_example() -> None:
     # docs of the reference: container3 -> container1 (+1), container3/4 away from others (-1)
     text_aff = "container3: [ container1 ]\n"
     text_anti = "container3: [ container2 ]\ncontainer4: [ container2, container3 ]\n"
+    # the shorthand is symmetric (the reference's pkg/resmgr/cache/affinity.go): container4's
+    # entry also pushes container3 away from container4, and so on
     assert read("container3", affinity=text_aff, anti=text_anti) == (
         Affinity(None, names_in("container1"), 1),
         Affinity(None, names_in("container2"), -1),
+        Affinity(None, names_in("container4"), -1),
     )
     assert read("container4", affinity=text_aff, anti=text_anti) == (
         Affinity(None, names_in("container2", "container3"), -1),
     )
+    assert read("container1", affinity=text_aff, anti=text_anti) == (
+        Affinity(None, names_in("container3"), 1),
+    )
+    assert read("container2", affinity=text_aff, anti=text_anti) == (
+        Affinity(None, names_in("container3"), -1),
+        Affinity(None, names_in("container4"), -1),
+    )
+
+
+def test_shorthand_is_symmetric() -> None:
+    assert read("db", affinity="web: [db, cache]") == (Affinity(None, names_in("web"), 1),)
+    assert read("cache", affinity="web: db") == ()
+    assert read("db", affinity="web: db") == (Affinity(None, names_in("web"), 1),)
+    assert read("log", anti="web: [log]") == (Affinity(None, names_in("web"), -1),)
+
+
+def test_both_directions_written_add_up_as_in_the_reference() -> None:
+    text = "web: [db]\ndb: [web]\n"
+    assert read("db", affinity=text) == (
+        Affinity(None, names_in("web"), 1),
+        Affinity(None, names_in("web"), 1),
+    )
+
+
+def test_only_names_are_mirrored_not_full_rules() -> None:
+    text = "web:\n- db\n- match: {key: name, operator: Equals, values: [cache]}\n  weight: 5\n"
+    assert read("db", affinity=text) == (Affinity(None, names_in("web"), 1),)
+    assert read("cache", affinity=text) == ()
+
+
+def test_an_entry_in_error_mirrors_nothing_and_is_reported_only_for_its_container() -> None:
+    text = "web:\n- db\n- match: {key: name, operator: Equal, values: [x]}\n"
+    assert read("db", affinity=text) == ()
+    with pytest.raises(AffinityError, match="web"):
+        read("web", affinity=text)
 
 
 def test_empty_entries_give_nothing() -> None:

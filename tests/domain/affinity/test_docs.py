@@ -98,8 +98,14 @@ def test_trainers_push_each_other_node_wide() -> None:
 
 def test_shorthand_example() -> None:
     cache = _world(EXAMPLES[2], {("ns", "me"): [f"container{i}" for i in range(1, 5)]})
-    assert _weights(cache, "container3") == {"me-container1": 1, "me-container2": -1}
+    assert _weights(cache, "container3") == {
+        "me-container1": 1,
+        "me-container2": -1,
+        "me-container4": -1,
+    }
     assert _weights(cache, "container4") == {"me-container2": -1, "me-container3": -1}
+    assert _weights(cache, "container1") == {"me-container3": 1}
+    assert _weights(cache, "container2") == {"me-container3": -1, "me-container4": -1}
 
 
 def test_joint_key_example() -> None:

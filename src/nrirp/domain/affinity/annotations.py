@@ -3,8 +3,10 @@
 The value of ``resource-policy.nri.io/affinity`` (and ``.../anti-affinity``) is YAML (read by
 the :class:`~nrirp.domain.ports.documents.AnnotationParser` the caller passes) keyed by
 container name. An entry is a list of rules ``{scope, match, weight}``, or the shorthand: a
-list of container names (or one name) of the same pod. Anti-affinity weights are negated. The
-legacy ``cri-resource-manager.intel.com/`` keys are read when the new ones are absent.
+list of container names (or one name) of the same pod. The shorthand is symmetric, as in the
+reference: ``a: [b]`` also gives ``b`` the same affinity towards ``a``. Anti-affinity weights
+are negated. The legacy ``cri-resource-manager.intel.com/`` keys are read when the new ones are
+absent.
 """
 
 from __future__ import annotations
@@ -110,8 +112,7 @@ def _entry(entry: Any, name: str, sign: int) -> tuple[Affinity, ...]:
     if problems:
         raise _Invalid(problems)
     if names_at is not None:
-        match = Expression(key="name", operator=Operator.IN, values=tuple(names))
-        affinities.insert(names_at, Affinity(None, match, sign))
+        affinities.insert(names_at, Affinity(None, _names(tuple(names)), sign))
     return tuple(affinities)
 
 
@@ -127,10 +128,32 @@ def _parse(parser: AnnotationParser, text: str, name: str, sign: int) -> tuple[A
         raise _Invalid(
             [f"invalid value {quote(document)}: expected a mapping of container name to affinities"]
         )
+    own: tuple[Affinity, ...] = ()
+    mirrored: list[Affinity] = []
     for key, entry in document.items():
-        if str(key) == name:
-            return _entry(entry, name, sign)
-    return ()
+        other = str(key)
+        if other == name:
+            own = _entry(entry, name, sign)
+        elif name in _shorthand_names(entry):
+            try:
+                _entry(entry, other, sign)  # an entry in error gives nothing, mirrored or not
+            except _Invalid:
+                continue
+            mirrored.append(Affinity(None, _names((other,)), sign))
+    return own + tuple(mirrored)
+
+
+def _shorthand_names(entry: Any) -> list[str]:
+    """The container names of an entry's shorthand (none for full rules)."""
+    if isinstance(entry, str):
+        return [entry]
+    if isinstance(entry, list):
+        return [item for item in entry if isinstance(item, str) and item]
+    return []
+
+
+def _names(names: tuple[str, ...]) -> Expression:
+    return Expression(key="name", operator=Operator.IN, values=names)
 
 
 def _pod_name(pod: Pod) -> str:

@@ -344,6 +344,20 @@ def test_affinity_and_anti_affinity_steer_the_pool() -> None:
     assert far_pool is not None and far_pool.hops_to(web_pool) is None
 
 
+def test_shorthand_affinity_pulls_the_named_container_too() -> None:
+    """The reference makes `c: [helper]` symmetric: `helper`, created after `c`, is pulled
+    to `c`'s pool, where without the annotation it would go elsewhere."""
+    from .support import make_container
+
+    for shorthand in (False, True):
+        rig = make_rig("box-16")
+        annotations = {"resource-policy.nri.io/affinity": "c: [helper]"} if shorthand else {}
+        pod, main, _ = rig.run("p", "Guaranteed", cpu=1000, annotations=annotations)
+        helper = make_container(pod, "helper", cpu=1000, limit=1000, memory=GiB)
+        rig.manager.create_container(pod, helper)
+        assert (rig.pool(helper) == rig.pool(main)) is shorthand
+
+
 def test_broken_affinity_annotation_is_reported_not_fatal() -> None:
     rig = make_rig("box-16")
     _, ctr, _ = rig.run(
