@@ -177,3 +177,23 @@ def test_reused_scores_equal_fresh_ones(machine: str, monkeypatch: pytest.Monkey
             continue
         live.append((pod, ctr))
     assert compared > 300
+
+
+def test_shared_colocation_counts_exclusive_grants_too() -> None:
+    """The reference's colocation count for a shared request is every grant of the normal
+    CPU kinds in the pool, exclusive ones included; then more shared capacity wins."""
+    machine = two_sockets((2000,) * 12, per_socket=6)
+    rig = make_rig(machine, config(reservedResources={"cpu": "cpuset:0-1"}))
+    _, g, _ = rig.run("g", "Guaranteed", cpu=1000)
+    assert rig.pool(g) == "socket #1"  # more sliceable capacity: 6 sharable CPUs against 4
+    # socket #1 still has more shared capacity (5 CPUs against 4) but holds a grant already
+    _, s, _ = rig.run("s", cpu=100, limit=200)
+    assert rig.pool(s) == "socket #0"
+    # one grant each: the tie goes to more shared capacity
+    _, t, _ = rig.run("t", cpu=100, limit=200)
+    assert rig.pool(t) == "socket #1"
+    # reserved grants are not colocated with shared ones
+    _, k, _ = rig.run("k", cpu=100, namespace="kube-system")
+    assert rig.kind(k) == "reserved"
+    _, u, _ = rig.run("u", "BestEffort")
+    assert rig.pool(u) == "socket #0"  # one grant (s) against two (g, t); k counts for neither

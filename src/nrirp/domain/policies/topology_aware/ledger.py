@@ -22,7 +22,7 @@ from nrirp.domain.policies.topology_aware.grants import Grant, RestoreError, typ
 from nrirp.domain.policies.topology_aware.memory_view import MemoryView
 from nrirp.domain.policies.topology_aware.planner import Plan
 from nrirp.domain.policies.topology_aware.pools import Pool
-from nrirp.domain.policies.topology_aware.preferences import CPUKind
+from nrirp.domain.policies.topology_aware.preferences import NORMAL_KINDS, CPUKind
 from nrirp.domain.policies.topology_aware.resources import ManagedResources
 from nrirp.domain.policies.topology_aware.supply import Supply
 from nrirp.domain.policy import PolicyError
@@ -189,7 +189,7 @@ class Ledger:
             supply.grant_shared(pool, cid, grant.shared, member=True)
         elif grant.kind is CPUKind.RESERVED:
             supply.grant_reserved(pool, cid, grant.reserved)
-        supply.add_count(pool, 1)
+        supply.add_count(pool, 1, normal=grant.kind in NORMAL_KINDS)
         self.memory_granted += grant.memory_size if grant.memory is not None else 0
         self.view.count(grant.memory, grant.memory_size)
         for key in _colocation_keys(grant):
@@ -214,7 +214,7 @@ class Ledger:
             supply.ungrant_shared(pool, cid, grant.shared)
         elif grant.kind is CPUKind.RESERVED:
             supply.ungrant_reserved(pool, cid, grant.reserved)
-        supply.add_count(pool, -1)
+        supply.add_count(pool, -1, normal=grant.kind in NORMAL_KINDS)
         self.memory_granted -= grant.memory_size if grant.memory is not None else 0
         self.view.count(grant.memory, -grant.memory_size)
         for key in _colocation_keys(grant):

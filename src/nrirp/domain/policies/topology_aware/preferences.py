@@ -63,6 +63,9 @@ class CPUKind(enum.Enum):
     """``cpu.preserve``: the container's CPUs are left alone."""
 
 
+NORMAL_KINDS = frozenset({CPUKind.SHARED, CPUKind.EXCLUSIVE, CPUKind.ISOLATED, CPUKind.MIXED})
+"""The reference's "normal" CPU type: every kind but reserved and preserve."""
+
 _MEMORY_TYPE_NAMES = {
     "dram": frozenset({MemoryType.DRAM}),
     "pmem": frozenset({MemoryType.PMEM}),

@@ -18,7 +18,9 @@
 10. deeper pool;
 11. by kind: reserved - more reserved capacity per container; isolated - more isolated CPUs;
     then, for normal or unset priority, having enough normal-priority CPUs; exclusive - more
-    sliceable shared capacity; shared - fewer containers, more shared capacity;
+    sliceable shared capacity; shared - fewer colocated grants (every grant of a normal
+    kind in the pool itself, exclusive ones included, as the reference counts), then more
+    shared capacity;
 12. lower id.
 """
 
@@ -181,7 +183,7 @@ class PoolScorer:
         elif full:
             kind_key = (normal_key, -shared_left, 0)
         else:
-            kind_key = (normal_key, len(supply.members[pid]), -shared_left)
+            kind_key = (normal_key, supply.colocated[pid], -shared_left)
         key = (
             *capacity,
             -affinity,
@@ -251,7 +253,7 @@ class PoolScorer:
             elif full:
                 kind = (0, -shared_left)
             else:
-                kind = (0, len(supply.members[pid]), -shared_left)
+                kind = (0, supply.colocated[pid], -shared_left)
         return bound[:-1] + kind
 
 

@@ -34,6 +34,10 @@ class Supply:
         """Grants whose CPUs follow the pool's shared set (shared and mixed), by container."""
         self.reserved_members: list[dict[str, None]] = [{} for _ in pools]
         self.count: list[int] = [0] * len(pools)
+        """Grants in each pool itself, of every kind."""
+        self.colocated: list[int] = [0] * len(pools)
+        """Grants of the normal CPU kinds (shared, exclusive, isolated, mixed) in each pool
+        itself: the reference's colocation count for a shared request."""
         self.free: list[int] = [1000 * len(c) for c in self.sharable]
         """Free shared mCPU of each pool itself: ``1000 * |sharable|`` minus shared grants."""
         self._parents: list[tuple[int, int]] = [
@@ -212,8 +216,12 @@ class Supply:
         self._allocatable_reserved = None
         self.reserved_members[pool.id].pop(container_id, None)
 
-    def add_count(self, pool: Pool, delta: int) -> None:
+    def add_count(self, pool: Pool, delta: int, *, normal: bool) -> None:
+        """Count a grant in (``delta`` 1) or out of (-1) ``pool``; ``normal``: of a normal
+        CPU kind (not reserved or preserve)."""
         self.count[pool.id] += delta
+        if normal:
+            self.colocated[pool.id] += delta
         self.version[pool.id] += 1
 
     def take_dirty(self) -> Sequence[int]:
