@@ -27,13 +27,9 @@ from nrirp.adapters.memory import (
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
 from nrirp.adapters.storage import FileStateStore
 from nrirp.adapters.system import ConfigFileError
-from nrirp.app.containers import (
-    POLICY_MODULES_ENV,
-    DaemonContainer,
-    EmbeddedContainer,
-    PolicyModuleError,
-    make_policy_registry,
-)
+from nrirp.app.composition import POLICY_MODULES_ENV, PolicyModuleError, make_policy_registry
+from nrirp.app.daemon import DaemonContainer
+from nrirp.app.embed import EmbeddedContainer
 from nrirp.domain.config import ConfigError
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import (
@@ -84,8 +80,8 @@ def box16() -> FakeHardwareDiscovery:
 def embedded(**config: object) -> EmbeddedContainer:
     container = EmbeddedContainer()
     container.config.from_dict({"policy": "template", **config})
-    container.hardware.override(providers.Object(box16()))
-    container.runtime_updates.override(providers.Object(RecordingRuntimeUpdates()))
+    container.adapters.hardware.override(providers.Object(box16()))
+    container.adapters.runtime_updates.override(providers.Object(RecordingRuntimeUpdates()))
     return container
 
 
@@ -109,23 +105,23 @@ def run_lifecycle(manager: ResourceManager) -> None:
 # ---------------------------------------------------------------- embedded
 def test_embedded_defaults_build_a_working_engine() -> None:
     container = embedded()
-    manager = container.resource_manager()
-    assert manager is container.resource_manager()  # one engine per container
+    manager = container.core.resource_manager()
+    assert manager is container.core.resource_manager()  # one engine per container
     assert manager.machine == expected_machine(load_machine("box-16"))
     assert isinstance(manager.policy, TemplatePolicy)
-    store = container.state_store()
+    store = container.adapters.state_store()
     assert isinstance(store, InMemoryStateStore)
     run_lifecycle(manager)
     assert store.saves > 0 and "c1" in (store.raw or "")
-    assert container.policy_config() is None
+    assert container.core.policy_config() is None
 
 
 def test_embedded_needs_runtime_updates_from_the_host() -> None:
     container = EmbeddedContainer()
     container.config.from_dict({"policy": "template"})
-    container.hardware.override(providers.Object(box16()))
+    container.adapters.hardware.override(providers.Object(box16()))
     with pytest.raises(Exception, match="runtime_updates"):
-        container.resource_manager()
+        container.core.resource_manager()
 
 
 def test_embedded_every_adapter_overrides() -> None:
@@ -136,13 +132,13 @@ def test_embedded_every_adapter_overrides() -> None:
     clock = FakeClock(now=1234.0)
     decisions = RecordingDecisionLog()
     metrics = RecordingMetrics()
-    container.runtime_updates.override(providers.Object(updates))
-    container.state_store.override(providers.Object(store))
-    container.host_control.override(providers.Object(host))
-    container.clock.override(providers.Object(clock))
-    container.decision_log.override(providers.Object(decisions))
-    container.metrics.override(providers.Object(metrics))
-    manager = container.resource_manager()
+    container.adapters.runtime_updates.override(providers.Object(updates))
+    container.adapters.state_store.override(providers.Object(store))
+    container.adapters.host_control.override(providers.Object(host))
+    container.adapters.clock.override(providers.Object(clock))
+    container.adapters.decision_log.override(providers.Object(decisions))
+    container.adapters.metrics.override(providers.Object(metrics))
+    manager = container.core.resource_manager()
     run_lifecycle(manager)
     ctr = manager.cache.require_container("c1")
     assert ctr.cpus == CPUSet.of(1)
@@ -164,23 +160,23 @@ def test_machine_and_policy_override() -> None:
     container = embedded()
     machine = expected_machine(load_machine("hybrid-desktop"))
     policy = FirstCpuPolicy()
-    container.machine.override(providers.Object(machine))
-    container.policy.override(providers.Object(policy))
-    manager = container.resource_manager()
+    container.core.machine.override(providers.Object(machine))
+    container.core.policy.override(providers.Object(policy))
+    manager = container.core.resource_manager()
     assert manager.machine is machine and manager.policy is policy
 
 
 def test_policy_config_file_is_loaded_and_errors_name_the_problem(tmp_path: Path) -> None:
     good = tmp_path / "template.yaml"
     good.write_text("availableResources:\n  cpu: cpuset:0-3\n")
-    config = embedded(config_file=str(good)).policy_config()
+    config = embedded(config_file=str(good)).core.policy_config()
     assert config is not None and config.policy == "template"
     bad = tmp_path / "bad.yaml"
     bad.write_text("availableResources:\n  cpu: 12\nnoSuchKey: 1\n")
     with pytest.raises(ConfigError, match="noSuchKey"):
-        embedded(config_file=str(bad)).policy_config()
+        embedded(config_file=str(bad)).core.policy_config()
     with pytest.raises(ConfigFileError, match="does not exist"):
-        embedded(config_file=str(tmp_path / "missing.yaml")).policy_config()
+        embedded(config_file=str(tmp_path / "missing.yaml")).core.policy_config()
 
 
 # ---------------------------------------------------------------- policy registry
@@ -202,7 +198,7 @@ def test_unknown_policy_lists_known() -> None:
         UnknownPolicyError,
         match=r"unknown policy 'nope' \(known: balloons, none, template, topology-aware\)",
     ):
-        embedded(policy="nope", policy_modules=[]).policy()
+        embedded(policy="nope", policy_modules=[]).core.policy()
 
 
 # ---------------------------------------------------------------- daemon
@@ -240,12 +236,12 @@ def daemon(tmp_path: Path, sysfs: Path, **config: object) -> DaemonContainer:
 def test_daemon_wires_real_adapters(tmp_path: Path, sysfs_tree: Path) -> None:
     cgroup_v2_tree(tmp_path / "cgroup")
     container = daemon(tmp_path, sysfs_tree, policy="first-cpu", policy_modules=[THIS_MODULE])
-    manager = container.resource_manager()
+    manager = container.core.resource_manager()
     assert len(manager.machine.online) == 16  # read from the sysfs tree
-    store = container.state_store()
+    store = container.adapters.state_store()
     assert isinstance(store, FileStateStore) and store.path == str(tmp_path / "state" / "cache")
-    assert isinstance(container.host_control(), CgroupfsHostControl)
-    assert isinstance(container.runtime_updates(), NriRuntimeUpdates)
+    assert isinstance(container.adapters.host_control(), CgroupfsHostControl)
+    assert isinstance(container.adapters.runtime_updates(), NriRuntimeUpdates)
     run_lifecycle(manager)
     store.close()
     assert '"c1"' in (tmp_path / "state" / "cache").read_text()
@@ -265,8 +261,8 @@ def test_daemon_every_adapter_overrides(tmp_path: Path, sysfs_tree: Path) -> Non
         "metrics": RecordingMetrics(),
     }
     for name, value in overrides.items():
-        getattr(container, name).override(providers.Object(value))
-    manager = container.resource_manager()
+        getattr(container.adapters, name).override(providers.Object(value))
+    manager = container.core.resource_manager()
     assert manager.machine == expected_machine(load_machine("box-16"))
     run_lifecycle(manager)
     assert overrides["state_store"].saves > 0  # type: ignore[attr-defined]
@@ -286,8 +282,8 @@ def test_daemon_nri_side_follows_config_and_overrides(tmp_path: Path, sysfs_tree
         policy=TemplatePolicy(), machine=expected_machine(load_machine("box-16"))
     )
     updates = NriRuntimeUpdates()
-    container.resource_manager.override(providers.Object(manager))
-    container.runtime_updates.override(providers.Object(updates))
+    container.core.resource_manager.override(providers.Object(manager))
+    container.adapters.runtime_updates.override(providers.Object(updates))
     stub = container.stub()
     assert (stub.full_name, stub.socket_path) == ("07-rm", str(tmp_path / "nri.sock"))
     assert stub.reconnects  # external plugin: redials

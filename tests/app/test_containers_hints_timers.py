@@ -16,12 +16,10 @@ from nrirp.adapters.fakehw import FakeTopologyHints, load_machine, resolve, writ
 from nrirp.adapters.memory import ManualTimers, RecordingRuntimeUpdates
 from nrirp.adapters.sysfs import SysfsTopologyHints
 from nrirp.adapters.system import ThreadTimers
-from nrirp.app.containers import (
-    ADAPTERS,
-    DaemonContainer,
-    EmbeddedContainer,
-    SimulatorContainer,
-)
+from nrirp.app.composition import Ports
+from nrirp.app.daemon import DaemonContainer
+from nrirp.app.embed import EmbeddedContainer
+from nrirp.app.simulator import SimulatorContainer
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import Container, Device, LinuxResources, Pod
 from nrirp.domain.policies import TemplatePolicy
@@ -72,11 +70,11 @@ GPU_CTR = Container(
 
 
 def create(container: Any, ctr: Container = GPU_CTR) -> HintProbePolicy:
-    manager = container.resource_manager()
+    manager = container.core.resource_manager()
     manager.start()
     manager.run_pod(POD)
     manager.create_container(POD, ctr)
-    policy = container.policy()
+    policy = container.core.policy()
     assert isinstance(policy, HintProbePolicy)
     return policy
 
@@ -90,9 +88,9 @@ def server_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("composition", [EmbeddedContainer, DaemonContainer, SimulatorContainer])
 def test_every_composition_declares_every_adapter(composition: type[Any]) -> None:
-    assert {"topology_hints", "timers"} <= set(ADAPTERS)
-    for name in ADAPTERS:
-        assert isinstance(getattr(composition, name), providers.Provider), name
+    assert {"topology_hints", "timers"} <= set(Ports.dependencies)
+    for name in Ports.dependencies:
+        assert isinstance(getattr(composition.adapters, name), providers.Provider), name
 
 
 def test_daemon_reads_hints_from_its_sysfs_root(tmp_path: Path, server_tree: Path) -> None:
@@ -100,12 +98,12 @@ def test_daemon_reads_hints_from_its_sysfs_root(tmp_path: Path, server_tree: Pat
     container.config.from_dict(
         {**CONFIG, "sysfs_root": str(server_tree), "state_dir": str(tmp_path / "state")}
     )
-    container.host_control.override(providers.Object(None))
-    container.runtime_updates.override(providers.Object(RecordingRuntimeUpdates()))
-    hints = container.topology_hints()
+    container.adapters.host_control.override(providers.Object(None))
+    container.adapters.runtime_updates.override(providers.Object(RecordingRuntimeUpdates()))
+    hints = container.adapters.topology_hints()
     assert isinstance(hints, SysfsTopologyHints)
     assert hints.root == os.path.realpath(server_tree) and not hints.resolve_host_paths
-    timers = container.timers()
+    timers = container.adapters.timers()
     assert isinstance(timers, ThreadTimers)
     policy = create(container)
     (hint,) = policy.seen["app"].values()
@@ -123,20 +121,22 @@ def test_daemon_reads_hints_from_its_sysfs_root(tmp_path: Path, server_tree: Pat
 def test_embedded_defaults_to_host_sysfs_and_thread_timers() -> None:
     container = EmbeddedContainer()
     container.config.from_dict(CONFIG)
-    hints = container.topology_hints()
+    hints = container.adapters.topology_hints()
     assert isinstance(hints, SysfsTopologyHints) and hints.root == os.path.realpath("/sys")
-    assert isinstance(container.timers(), ThreadTimers)
+    assert isinstance(container.adapters.timers(), ThreadTimers)
 
 
 def test_embedded_hint_source_and_timers_override() -> None:
     container = EmbeddedContainer()
     container.config.from_dict(CONFIG)
-    container.hardware.override(providers.Object(_fake_hardware("server-4s-144")))
-    container.runtime_updates.override(providers.Object(RecordingRuntimeUpdates()))
+    container.adapters.hardware.override(providers.Object(_fake_hardware("server-4s-144")))
+    container.adapters.runtime_updates.override(providers.Object(RecordingRuntimeUpdates()))
     hint = TopologyHint("/sys/devices/pci0000:00/0000:00:02.0", cpus=CPUSet.parse("0-3"))
     timers = ManualTimers()
-    container.topology_hints.override(providers.Object(FakeTopologyHints({"/dev/dri/card0": hint})))
-    container.timers.override(providers.Object(timers))
+    container.adapters.topology_hints.override(
+        providers.Object(FakeTopologyHints({"/dev/dri/card0": hint}))
+    )
+    container.adapters.timers.override(providers.Object(timers))
     policy = create(container)
     assert list(policy.seen["app"]) == [hint.provider]
     assert policy.events == []
@@ -147,10 +147,10 @@ def test_embedded_hint_source_and_timers_override() -> None:
 def test_no_hint_source_means_no_hints() -> None:
     container = EmbeddedContainer()
     container.config.from_dict(CONFIG)
-    container.hardware.override(providers.Object(_fake_hardware("box-16")))
-    container.runtime_updates.override(providers.Object(RecordingRuntimeUpdates()))
-    container.topology_hints.override(providers.Object(None))
-    container.timers.override(providers.Object(ManualTimers()))
+    container.adapters.hardware.override(providers.Object(_fake_hardware("box-16")))
+    container.adapters.runtime_updates.override(providers.Object(RecordingRuntimeUpdates()))
+    container.adapters.topology_hints.override(providers.Object(None))
+    container.adapters.timers.override(providers.Object(ManualTimers()))
     assert create(container).seen == {"app": {}}
 
 
@@ -162,18 +162,18 @@ def simulator(**config: object) -> SimulatorContainer:
 
 
 def test_simulator_hints_come_from_the_machine_spec_or_its_tree(server_tree: Path) -> None:
-    from_spec = simulator().topology_hints()
+    from_spec = simulator().adapters.topology_hints()
     assert isinstance(from_spec, FakeTopologyHints)
     assert from_spec.table["/dev/dri/card0"].provider == GPU
-    from_tree = simulator(machine=None, sysfs_root=str(server_tree)).topology_hints()
+    from_tree = simulator(machine=None, sysfs_root=str(server_tree)).adapters.topology_hints()
     assert isinstance(from_tree, SysfsTopologyHints) and not from_tree.resolve_host_paths
-    without_devices = simulator(machine="box-16").topology_hints()
+    without_devices = simulator(machine="box-16").adapters.topology_hints()
     assert isinstance(without_devices, FakeTopologyHints) and without_devices.table == {}
 
 
 def test_simulated_runtime_passes_devices_and_mounts_to_the_policy() -> None:
     container = simulator()
-    container.timers.override(providers.Object(ManualTimers()))
+    container.adapters.timers.override(providers.Object(ManualTimers()))
     spec = PodSpec(
         "web",
         containers=[
@@ -189,12 +189,12 @@ def test_simulated_runtime_passes_devices_and_mounts_to_the_policy() -> None:
     )
 
     async def main() -> None:
-        container.resource_manager().start()
+        container.core.resource_manager().start()
         async with container.simulation() as sim:
             await sim.runtime.run_pod(spec)
 
     asyncio.run(asyncio.wait_for(main(), 20))
-    policy = container.policy()
+    policy = container.core.policy()
     assert isinstance(policy, HintProbePolicy)
     assert {name: sorted(found) for name, found in policy.seen.items()} == {
         "gpu": [GPU],
@@ -248,7 +248,7 @@ def test_daemon_final_flush_cancels_timers(tmp_path: Path, server_tree: Path) ->
         {**CONFIG, "sysfs_root": str(server_tree), "state_dir": str(tmp_path / "state")}
     )
     timers = ThreadTimers()
-    container.timers.override(providers.Object(timers))
+    container.adapters.timers.override(providers.Object(timers))
     fired: list[str] = []
     timers.call_later(0.2, lambda: fired.append("late"))
     daemon = Daemon(container, argparse.Namespace())

@@ -9,11 +9,12 @@ from typing import Any, ClassVar
 
 import attrs
 import pytest
+from dependency_injector import providers
 
 from nrirp.adapters.documents import load_policy_config
 from nrirp.adapters.fakehw import expected_machine, load_machine
 from nrirp.adapters.memory import InMemoryStateStore, RecordingRuntimeUpdates
-from nrirp.app.embed import Engine
+from nrirp.app.embed import EmbeddedContainer, Engine
 from nrirp.domain.config import ConfigError, PolicyConfig
 from nrirp.domain.config.keys import ref
 from nrirp.domain.cpuset import CPUSet
@@ -118,3 +119,17 @@ def test_a_builtin_name_with_another_config_type_is_refused() -> None:
 
     with pytest.raises(ValueError, match="'template' is already registered with config type"):
         build(NotTheTemplate)
+
+
+def test_a_hand_composed_engine_registers_in_its_registry(tmp_path: Path) -> None:
+    config_file = tmp_path / "pin.yaml"
+    config_file.write_text(YAML)
+    container = EmbeddedContainer()
+    container.config.from_dict({"policy": "pin-everyone", "config_file": str(config_file)})
+    container.core.machine.override(providers.Object(BOX16))
+    container.adapters.runtime_updates.override(providers.Object(RecordingRuntimeUpdates()))
+    container.core.policy_registry().register(PinEveryonePolicy)
+    engine = Engine(container)
+    engine.start()
+    assert isinstance(engine.policy, PinEveryonePolicy)
+    assert engine.config is not None and engine.config.spec == PinSpec(cpus="2-3", pin_memory=True)

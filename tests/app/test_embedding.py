@@ -23,11 +23,11 @@ from nrirp.adapters.memory import (
     RecordingRuntimeUpdates,
 )
 from nrirp.adapters.nri.resmgr.translate import container_from_pb, pod_from_pb
-from nrirp.app.containers import EmbeddedContainer
 from nrirp.app.embed import (
     CallbackRuntimeUpdates,
     CgroupDriver,
     ContainerState,
+    EmbeddedContainer,
     Engine,
     KubernetesPod,
     LinuxResources,
@@ -201,7 +201,7 @@ def test_hardware_discovery_and_policy_object() -> None:
     )
     assert engine.policy is policy
     assert engine.machine == expected_machine(load_machine("hybrid-desktop"))
-    assert isinstance(engine.container.runtime_updates(), CallbackRuntimeUpdates)
+    assert isinstance(engine.container.adapters.runtime_updates(), CallbackRuntimeUpdates)
     assert engine.start().restored is False
     (app, _) = lifecycle(engine)
     assert app.adjustment.is_empty() and delivered == []
@@ -210,14 +210,14 @@ def test_hardware_discovery_and_policy_object() -> None:
 def test_engine_over_a_composed_container() -> None:
     container = EmbeddedContainer()
     container.config.from_dict({"policy": "template"})
-    container.machine.override(providers.Object(BOX16))
-    container.runtime_updates.override(providers.Object(RecordingRuntimeUpdates()))
+    container.core.machine.override(providers.Object(BOX16))
+    container.adapters.runtime_updates.override(providers.Object(RecordingRuntimeUpdates()))
     store = InMemoryStateStore()
-    container.state_store.override(providers.Object(store))
+    container.adapters.state_store.override(providers.Object(store))
     engine = Engine(container)
     engine.start()
     lifecycle(engine)
-    assert engine.manager is container.resource_manager() and store.saves > 0
+    assert engine.manager is container.core.resource_manager() and store.saves > 0
     assert [c.name for c in engine.containers()] == ["app", "log"]
     assert [p.name for p in engine.pods()] == ["web"]
     assert engine.describe() == {"policy": "template", "configured": False}

@@ -640,7 +640,7 @@ def replay_classes() -> Any:
     container = build_simulator(
         "topology-aware", machine="box-16", config_file=str(CONFIGS / "box16-classes.yaml")
     )
-    container.resource_manager().start(container.policy_config())
+    container.core.resource_manager().start(container.core.policy_config())
     workload = load_workload(str(HERE / "classes.yaml"))
     steps = asyncio.run(asyncio.wait_for(replay(container, workload), 60))
     return container, steps
@@ -651,7 +651,7 @@ def test_classes() -> None:
     assert [s.ok for s in steps] == [True] * 7 + [False]
     assert "nope" in " ".join(steps[7].errors)
     runtime = container.runtime()
-    host = container.host_control()
+    host = container.adapters.host_control()
 
     def scheduler(ns: str, pod: str, name: str) -> Any:
         return runtime.find_container(ns, pod, name).container.linux.scheduler
@@ -675,10 +675,12 @@ def test_classes() -> None:
     io = job_status.container.linux.io_priority
     assert (io.class_, io.priority) == (api_pb2.IOPRIO_CLASS_BE, 7)
 
-    classy = container.resource_manager().container(
+    classy = container.core.resource_manager().container(
         runtime.find_container("default", "classy", "app").id
     )
     assert classy is not None
     assert (classy.resources.rdt_class, classy.resources.blockio_class) == ("gold", "slowread")
-    irq = container.resource_manager().container(runtime.find_container("default", "irq", "app").id)
+    irq = container.core.resource_manager().container(
+        runtime.find_container("default", "irq", "app").id
+    )
     assert irq is not None and irq.tags.get("topology-aware.irq-affinity") == "mode: claim"

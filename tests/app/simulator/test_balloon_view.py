@@ -34,7 +34,7 @@ steps:
 def simulate(policy: str) -> ReplayResult:
     workload = parse_workload(WORKLOAD, name="test", base_dir=".")
     container = build_simulator(policy, machine="box-16")
-    container.resource_manager().start(container.policy_config())
+    container.core.resource_manager().start(container.core.policy_config())
     steps = asyncio.run(asyncio.wait_for(replay(container, workload), 60))
     return replay_result(container, workload, steps, hardware="box-16", config_file=None)
 

@@ -43,7 +43,7 @@ def simulate(
     container = build_simulator(
         policy, machine=machine, policy_modules=modules, nri_version=nri_version
     )
-    container.resource_manager().start(container.policy_config())
+    container.core.resource_manager().start(container.core.policy_config())
     steps = asyncio.run(asyncio.wait_for(replay(container, workload), 60))
     return replay_result(container, workload, steps, hardware=machine, config_file=None)
 
@@ -293,21 +293,21 @@ def test_catalogue_machines(machine: str) -> None:
 def test_decisions_need_a_recording_log_but_the_replay_works_without() -> None:
     workload = parse_workload(SMALL)
     container = build_simulator("exclusive-cpus", machine="box-16", policy_modules=[EXCLUSIVE])
-    container.decision_log.override(providers.Object(NullDecisionLog()))
-    container.resource_manager().start()
+    container.adapters.decision_log.override(providers.Object(NullDecisionLog()))
+    container.core.resource_manager().start()
     steps = asyncio.run(replay(container, workload))
     assert [s.decisions for s in steps] == [(), (), ()]
     assert str(by_name(steps[0])["default/g/c"].cpus) == "0-1"
     recorded = build_simulator("exclusive-cpus", machine="box-16", policy_modules=[EXCLUSIVE])
-    assert isinstance(recorded.decision_log(), RecordingDecisionLog)
+    assert isinstance(recorded.adapters.decision_log(), RecordingDecisionLog)
 
 
 def test_replay_needs_the_settling_updates_adapter() -> None:
     container = build_simulator("template", machine="box-16")
     from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
 
-    container.runtime_updates.override(providers.Singleton(NriRuntimeUpdates))
-    container.resource_manager().start()
+    container.adapters.runtime_updates.override(providers.Singleton(NriRuntimeUpdates))
+    container.core.resource_manager().start()
     with pytest.raises(TypeError, match="SettlingRuntimeUpdates"):
         asyncio.run(replay(container, parse_workload(SMALL)))
 
@@ -320,9 +320,9 @@ def test_state_is_saved_once_per_step_and_unsaveable_state_fails_the_step() -> N
 """
     workload = parse_workload(text)
     container = build_simulator("sim-bad-state", machine="box-16", policy_modules=[TEST_POLICIES])
-    store = container.state_store()
+    store = container.adapters.state_store()
     assert isinstance(store, InMemoryStateStore)
-    container.resource_manager().start()
+    container.core.resource_manager().start()
     steps = asyncio.run(replay(container, workload))
     assert steps[0].ok and steps[2].ok
     assert len(steps[1].errors) == 1

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nrirp.app.commands.common.hardware_source import add_memory_type_argument
 from nrirp.app.commands.common.parsing import (
@@ -23,6 +23,10 @@ from nrirp.app.commands.common.parsing import (
     add_log_level_argument,
     add_policy_argument,
 )
+
+if TYPE_CHECKING:
+    from nrirp.adapters.storage import FileStateStore
+    from nrirp.app.daemon import DaemonContainer
 
 HELP = "run the resource-manager daemon (an NRI plugin applying a policy)"
 
@@ -120,7 +124,8 @@ def _run(args: argparse.Namespace) -> int:
     from nrirp import __version__
     from nrirp.adapters.storage import StateDirectoryInUseError
     from nrirp.adapters.system import ConfigFileError
-    from nrirp.app.containers import DaemonContainer, PolicyModuleError
+    from nrirp.app.composition import PolicyModuleError
+    from nrirp.app.daemon import DaemonContainer
     from nrirp.domain.config import ConfigError
     from nrirp.domain.pipeline import OperationFailedError, StateRestoreError
     from nrirp.domain.policy import UnknownPolicyError
@@ -148,9 +153,10 @@ def _run(args: argparse.Namespace) -> int:
         args.state_dir,
         args.sysfs_root,
     )
+    core = container.core.container
     try:
-        container.policy()
-        config = container.policy_config()
+        core.policy()
+        config = core.policy_config()
     except (UnknownPolicyError, PolicyModuleError, ConfigFileError) as exc:
         log.error("%s", exc)
         return EXIT_CONFIG
@@ -158,7 +164,7 @@ def _run(args: argparse.Namespace) -> int:
         _log_config_error(f"configuration {args.config_file} is invalid", exc)
         return EXIT_CONFIG
     try:
-        machine = container.machine()
+        machine = core.machine()
     except HardwareDiscoveryError as exc:
         log.error("hardware discovery failed: %s", exc)
         return EXIT_HARDWARE
@@ -168,8 +174,8 @@ def _run(args: argparse.Namespace) -> int:
         machine.online,
         len(machine.nodes),
     )
-    manager = container.resource_manager()
-    store = container.state_store()
+    manager = core.resource_manager()
+    store = _state_file(container)
     try:
         store.lock()  # one daemon per state directory, before anything in it is read
     except StateDirectoryInUseError as exc:
@@ -201,6 +207,16 @@ def _run(args: argparse.Namespace) -> int:
     return asyncio.run(Daemon(container, args).serve())
 
 
+def _state_file(container: DaemonContainer) -> FileStateStore:
+    """The daemon's state store: the file store (it is locked, flushed and has a path)."""
+    from nrirp.adapters.storage import FileStateStore
+
+    store = container.adapters.container.state_store()
+    if not isinstance(store, FileStateStore):
+        raise TypeError(f"the daemon's state store must be a FileStateStore, not {store!r}")
+    return store
+
+
 _SHOWN_PROBLEMS = 10
 _PROBLEM_CHARS = 200
 
@@ -229,10 +245,10 @@ def _log_config_error(headline: str, exc: Exception) -> None:
 class Daemon:
     """The serving phase: NRI plugin service, signals, config reloading, final flush."""
 
-    def __init__(self, container: Any, args: argparse.Namespace) -> None:
+    def __init__(self, container: DaemonContainer, args: argparse.Namespace) -> None:
         self.container = container
         self.args = args
-        self.manager = container.resource_manager()
+        self.manager = container.core.container.resource_manager()
         self.service = container.service()
         self.watcher: Any = None
         self.stop_signal: str | None = None
@@ -275,10 +291,10 @@ class Daemon:
     def _flush(self, code: int) -> int:
         from nrirp.domain.ports.state_store import StateStoreError
 
-        close_timers = getattr(self.container.timers(), "close", None)
+        close_timers = getattr(self.container.adapters.container.timers(), "close", None)
         if callable(close_timers):  # no policy timer may fire after the final save
             close_timers()
-        store = self.container.state_store()
+        store = _state_file(self.container)
         try:
             store.close()
         except StateStoreError as exc:
@@ -306,9 +322,8 @@ class Daemon:
         if self.watcher is not None:
             self.watcher.mark_seen()
         try:
-            config = load_policy_config(
-                self.args.policy, read_config_file(path), self.container.policy_registry()
-            )
+            registry = self.container.core.container.policy_registry()
+            config = load_policy_config(self.args.policy, read_config_file(path), registry)
         except (ConfigFileError, DocumentError) as exc:  # the loader raises only ConfigError
             _log_config_error(
                 f"reload ({trigger}): new configuration {path} not applied, the old one stays",

@@ -99,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
     from nrirp.adapters.fakehw import MachineSpecError, UnknownMachineError
     from nrirp.adapters.system import ConfigFileError
     from nrirp.app.commands.common.hardware_source import hardware_from_args
-    from nrirp.app.containers import PolicyModuleError
+    from nrirp.app.composition import PolicyModuleError
     from nrirp.app.simulator import (
         WorkloadError,
         build_simulator,
@@ -133,8 +133,8 @@ def _run(args: argparse.Namespace) -> int:
             policy_modules=args.policy_module,
             nri_version=args.nri_version,
         )
-        container.policy()
-        config = container.policy_config()
+        container.core.policy()
+        config = container.core.policy_config()
         container.runtime()
     except (UnknownPolicyError, PolicyModuleError, ConfigFileError) as exc:
         return _fail(EXIT_INPUT, str(exc))
@@ -145,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
     except HardwareDiscoveryError as exc:
         return _fail(EXIT_HARDWARE, f"hardware discovery failed: {exc}")
     try:
-        container.resource_manager().start(config)
+        container.core.resource_manager().start(config)
     except OperationFailedError as exc:
         return _fail(EXIT_START, f"policy {args.policy} refused to start: {exc.reason}")
     steps = asyncio.run(replay(container, workload))

@@ -2,6 +2,7 @@
 
 - :class:`Engine`: build it with the agent's adapters (:meth:`Engine.build`), then call one
   method per pod/container lifecycle hook with neutral objects; get adjustments and updates.
+- :class:`EmbeddedContainer`: the composition behind the engine, to compose by hand.
 - :class:`KubernetesPod`: neutral pods and containers from Kubernetes pod specs.
 - The neutral values and results, re-exported: :class:`Pod`, :class:`Container`,
   :class:`ContainerState`, :class:`LinuxResources`, :class:`Adjustment`, :class:`Update`,
@@ -9,6 +10,7 @@
   :class:`OperationFailedError`, :class:`PolicyEvent`.
 """
 
+from nrirp.app.embed.composition import EmbeddedContainer
 from nrirp.app.embed.engine import CallbackRuntimeUpdates, ConfigSource, Engine
 from nrirp.app.embed.kubernetes import KubernetesPod, ManifestError, resources_of
 from nrirp.domain.model import (
@@ -38,6 +40,7 @@ __all__ = [
     "Container",
     "ContainerState",
     "CreateResult",
+    "EmbeddedContainer",
     "Engine",
     "KubernetesPod",
     "LinuxResources",

@@ -28,13 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from dependency_injector import providers
 
 from nrirp.adapters.documents import load_policy_config
-from nrirp.app.containers import EmbeddedContainer
-from nrirp.app.embed.policy_modules import resolve_policy_modules
+from nrirp.app.embed.composition import EmbeddedContainer
 from nrirp.domain.config import ConfigError, PolicyConfig, SpecRegistration
 from nrirp.domain.model import Container, LinuxResources, Pod, Update
 from nrirp.domain.pipeline import (
@@ -55,6 +54,8 @@ from nrirp.domain.ports.timers import Timers
 from nrirp.domain.ports.topology_hints import TopologyHintSource
 from nrirp.domain.topology import Machine, MemoryType
 
+T = TypeVar("T")
+
 ConfigSource = PolicyConfig | Mapping[str, Any] | str | bytes
 """A configuration: loaded, or a bare spec / custom resource as data or YAML/JSON text (bytes:
 UTF-8), read within the config budget (``nrirp.adapters.documents``)."""
@@ -71,12 +72,21 @@ class CallbackRuntimeUpdates:
         self._deliver(list(updates))
 
 
-def _as_runtime_updates(value: RuntimeUpdates | Callable[[Sequence[Update]], None]) -> Any:
-    if callable(getattr(value, "submit", None)):
-        return value
+def _as_runtime_updates(
+    value: RuntimeUpdates | Callable[[Sequence[Update]], None],
+) -> RuntimeUpdates:
+    submit = getattr(value, "submit", None)
+    if callable(submit):
+        return cast(RuntimeUpdates, value)  # it has the port's one method
     if callable(value):
         return CallbackRuntimeUpdates(value)
     raise TypeError("runtime_updates must have submit(updates) or be a function of the updates")
+
+
+def _use(provider: providers.Provider[T], value: T | None) -> None:
+    """Have ``provider`` (a port's adapter, or a core part) provide ``value`` when given."""
+    if value is not None:
+        provider.override(providers.Object(value))
 
 
 def _make_known(registry: PolicyRegistry, policy: type[Policy]) -> None:
@@ -149,33 +159,29 @@ class Engine:
             {
                 "policy": name,
                 "config_file": config_file,
-                "policy_modules": resolve_policy_modules(policy_modules),
+                "policy_modules": None if policy_modules is None else list(policy_modules),
                 "sysfs_root": sysfs_root,
                 "memory_types": dict(memory_types or {}),
             }
         )
-        container.runtime_updates.override(providers.Object(_as_runtime_updates(runtime_updates)))
-        overrides: dict[str, object | None] = {
-            "machine": machine,
-            "hardware": hardware,
-            "state_store": state_store,
-            "host_control": host_control,
-            "clock": clock,
-            "decision_log": decision_log,
-            "metrics": metrics,
-            "topology_hints": topology_hints,
-            "timers": timers,
-        }
-        for key, value in overrides.items():
-            if value is not None:
-                getattr(container, key).override(providers.Object(value))
-        registry = container.policy_registry()
+        adapters, core = container.adapters.container, container.core.container
+        _use(adapters.runtime_updates, _as_runtime_updates(runtime_updates))
+        _use(adapters.hardware, hardware)
+        _use(adapters.state_store, state_store)
+        _use(adapters.host_control, host_control)
+        _use(adapters.clock, clock)
+        _use(adapters.decision_log, decision_log)
+        _use(adapters.metrics, metrics)
+        _use(adapters.topology_hints, topology_hints)
+        _use(adapters.timers, timers)
+        _use(core.machine, machine)
+        registry = core.policy_registry()
         if isinstance(policy, type):
             _make_known(registry, policy)
-            container.policy.override(providers.Singleton(policy))
+            core.policy.override(providers.Singleton(policy))
         elif not isinstance(policy, str):
             _make_known(registry, type(policy))
-            container.policy.override(providers.Object(policy))
+            _use(core.policy, policy)
         loaded = None
         if config is not None:
             loaded = (
@@ -191,8 +197,7 @@ class Engine:
     @property
     def manager(self) -> ResourceManager:
         """The resource manager (the pipeline) this engine drives."""
-        manager: ResourceManager = self.container.resource_manager()
-        return manager
+        return self.container.core.container.resource_manager()
 
     @property
     def machine(self) -> Machine:
@@ -220,13 +225,14 @@ class Engine:
         configuration); nothing is changed then."""
         config = self._config
         if config is None:
-            config = self.container.policy_config()
+            config = self.container.core.container.policy_config()
         return self.manager.start(config)
 
     def close(self) -> None:
         """Cancel pending policy timers, then flush and close the state store (each if it
         can be closed)."""
-        for adapter in (self.container.timers(), self.container.state_store()):
+        adapters = self.container.adapters.container
+        for adapter in (adapters.timers(), adapters.state_store()):
             close = getattr(adapter, "close", None)
             if callable(close):
                 close()
@@ -296,7 +302,7 @@ class Engine:
         stays and the outcome says why."""
         if not isinstance(config, PolicyConfig):
             try:
-                registry = self.container.policy_registry()
+                registry = self.container.core.container.policy_registry()
                 config = load_policy_config(self.policy.name, config, registry)
             except ConfigError as exc:  # the loader's one error class, whatever went wrong
                 return ReconfigureOutcome(False, "; ".join(exc.shown_problems()))

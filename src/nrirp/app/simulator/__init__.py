@@ -1,11 +1,12 @@
 """The simulator: replay a workload through the real pipeline and the simulated runtime.
 
 - :func:`parse_workload` / :func:`load_workload`: the YAML workload (``docs/simulator.md``).
-- :func:`build_simulator`: the :class:`~nrirp.app.containers.SimulatorContainer` for a replay.
+- :func:`build_simulator`: the :class:`SimulatorContainer` (``composition.py``) for a replay.
 - :func:`replay`: run the steps; :func:`replay_result` bundles them with their setting.
 - :func:`replay_table` / :func:`replay_document`: the table and the JSON document.
 """
 
+from nrirp.app.simulator.composition import SimulatorAdapters, SimulatorContainer
 from nrirp.app.simulator.replay import replay, replay_result
 from nrirp.app.simulator.report import FORMAT, replay_document, replay_table
 from nrirp.app.simulator.results import (
@@ -26,6 +27,8 @@ __all__ = [
     "PodView",
     "ReplayResult",
     "SettlingRuntimeUpdates",
+    "SimulatorAdapters",
+    "SimulatorContainer",
     "StepResult",
     "Workload",
     "WorkloadError",

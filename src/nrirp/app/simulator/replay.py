@@ -19,6 +19,7 @@ import attrs
 from nrirp.adapters.documents import load_policy_config
 from nrirp.adapters.memory import RecordingDecisionLog
 from nrirp.adapters.system import ConfigFileError, read_config_file
+from nrirp.app.simulator.composition import SimulatorContainer
 from nrirp.app.simulator.describe import describe_step
 from nrirp.app.simulator.results import (
     BalloonView,
@@ -310,27 +311,28 @@ def _evolve_change(view: ContainerView, change: Change) -> ContainerView:
     return attrs.evolve(view, change=change)
 
 
-async def replay(container: Any, workload: Workload) -> list[StepResult]:
+async def replay(container: SimulatorContainer, workload: Workload) -> list[StepResult]:
     """Replay ``workload`` on a :class:`SimulatorContainer` built by :func:`build_simulator`
     whose resource manager is started; returns one result per step."""
-    updates = container.runtime_updates()
+    adapters, core = container.adapters.container, container.core.container
+    updates = adapters.runtime_updates()
     if not isinstance(updates, SettlingRuntimeUpdates):
         raise TypeError("the simulator's runtime_updates must be a SettlingRuntimeUpdates")
     async with container.simulation() as simulation:
         replayer = Replayer(
             simulation,
-            container.resource_manager(),
+            core.resource_manager(),
             updates,
-            container.decision_log(),
+            adapters.decision_log(),
             workload,
-            container.state_store(),
-            container.policy_registry(),
+            adapters.state_store(),
+            core.policy_registry(),
         )
         return await replayer.run()
 
 
 def replay_result(
-    container: Any,
+    container: SimulatorContainer,
     workload: Workload,
     steps: list[StepResult],
     *,
@@ -338,8 +340,8 @@ def replay_result(
     config_file: str | None,
 ) -> ReplayResult:
     """Bundle the steps with the setting they ran in."""
-    machine = container.machine()
-    manager = container.resource_manager()
+    machine = container.core.container.machine()
+    manager = container.core.container.resource_manager()
     return ReplayResult(
         policy=manager.policy.name,
         hardware=hardware,
