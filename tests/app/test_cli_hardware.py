@@ -64,6 +64,7 @@ def test_json_document(capsys: pytest.CaptureFixture[str]) -> None:
         "memory_type": "pmem",
         "distances": {"0": 17, "1": 18, "2": 28, "3": 28, "4": 10, "5": 35},
         "closest_cpu_node": 0,
+        "closest_cpu_nodes": "0",
     }
     assert doc["nodes"][1]["memory_type"] == "dram" and doc["nodes"][1]["cpus"] == "14-27,70-83"
     assert len(doc["cores"]) == 56 and doc["cores"][0] == {
@@ -128,6 +129,43 @@ def test_write_sysfs_then_read_it_back(capsys: pytest.CaptureFixture[str], tmp_p
     from_machine = document(capsys, "--machine", "hbm-cxl")
     assert from_tree.pop("source") != from_machine.pop("source")
     assert from_tree == from_machine
+
+
+def test_a_kernel_without_numa_round_trips_with_its_procfs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    sys_dir, proc_dir = str(tmp_path / "sys"), str(tmp_path / "proc")
+    code, out, _ = run(
+        capsys,
+        "hardware",
+        *("--machine", "nonuma-2s-16", "--write-sysfs", sys_dir, "--write-procfs", proc_dir),
+    )
+    assert code == 0 and f"wrote its procfs meminfo to {proc_dir}" in out
+    from_tree = document(capsys, "--sysfs-root", sys_dir)  # proc beside sys: found
+    from_machine = document(capsys, "--machine", "nonuma-2s-16")
+    assert from_tree.pop("source") != from_machine.pop("source")
+    assert from_tree == from_machine
+    assert [n["memory_bytes"] for n in from_tree["nodes"]] == [32 << 30]
+
+
+def test_a_kernel_without_numa_written_without_procfs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    tree = str(tmp_path / "t")
+    code, out, _ = run(capsys, "hardware", "--machine", "nonuma-2s-16", "--write-sysfs", tree)
+    assert code == 0 and "write it with --write-procfs DIR" in out
+    code, _, err = run(capsys, "hardware", "--sysfs-root", tree)
+    assert code == 1 and f"comes from {tmp_path}/proc/meminfo: missing" in err
+    code, _, _ = run(capsys, "hardware", "--write-procfs", str(tmp_path / "p"))
+    assert code == 2
+
+
+def test_memory_equally_close_to_several_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "hardware", "--machine", "epyc-nps2-64")
+    assert code == 0 and "Node 2: 256 GiB pmem, closest CPU nodes 0-1 (distance 22)" in out
+    doc = document(capsys, "--machine", "epyc-nps2-64")
+    assert doc["nodes"][2]["closest_cpu_node"] == 0
+    assert doc["nodes"][2]["closest_cpu_nodes"] == "0-1"
 
 
 def test_write_sysfs_notes_types_sysfs_cannot_carry(

@@ -15,6 +15,7 @@ from nrirp.adapters.fakehw import (
     load_machine_or_file,
     machine_names,
     resolve,
+    write_procfs,
     write_sysfs,
 )
 from nrirp.adapters.fakehw.discovery import scratch_dir
@@ -48,12 +49,13 @@ def discovered() -> Iterator[dict[str, Machine]]:
         for name in machine_names():
             layout = resolve(load_machine(name))
             root = Path(tmp) / name
-            write_sysfs(layout, root)
-            out[name] = SysfsDiscovery(str(root), layout.declared_memory_types).discover()
+            write_sysfs(layout, root / "sys")
+            write_procfs(layout, root / "proc")
+            out[name] = SysfsDiscovery(str(root / "sys"), layout.declared_memory_types).discover()
         yield out
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+@pytest.mark.parametrize("name", machine_names())
 def test_discovery_of_written_tree_gives_the_spec_machine(
     discovered: dict[str, Machine], name: str
 ) -> None:
@@ -119,6 +121,27 @@ def test_hbm_cxl(discovered: dict[str, Machine]) -> None:
     assert m.nodes_by_distance(0)[:4] == [0, 1, 4, 5]
     assert len({m.distance(0, n) for n in m.nodes}) >= 6  # not a two-value matrix
     assert m.has_symmetric_distances()
+
+
+def test_epyc_nps2_64(discovered: dict[str, Machine]) -> None:
+    m = discovered["epyc-nps2-64"]
+    assert len(m.online) == 64 and len(m.packages) == 1 and m.cpu_nodes == CPUSet.parse("0-1")
+    l3 = m.cache_groups(3)
+    assert [str(g.cpus) for g in l3[:2]] == ["0-3,32-35", "4-7,36-39"] and len(l3) == 8
+    assert all(len(g.cpus) == 8 for g in l3)  # 4 cores x 2 threads each
+    # the CXL node is equally close to both nodes
+    assert m.memory_type(2) is MemoryType.PMEM
+    assert m.closest_cpu_node_set(2) == CPUSet.parse("0-1") and m.closest_cpu_node(2) == 0
+    assert m.distance(0, 2) == m.distance(1, 2) == 22
+
+
+def test_nonuma_2s_16(discovered: dict[str, Machine]) -> None:
+    m = discovered["nonuma-2s-16"]
+    assert len(m.packages) == 2 and list(m.nodes) == [0]
+    assert m.node_cpus(0) == m.online == CPUSet.parse("0-15")
+    assert m.memory_bytes(0) == 32 << 30  # MemTotal of /proc/meminfo
+    assert m.distance_matrix() == {0: {0: 10}}
+    assert [str(g.cpus) for g in m.cache_groups(3)] == ["0-7", "8-15"]
 
 
 def test_hbm_and_cxl_types_follow_from_sizes_without_configuration(tmp_path: Path) -> None:

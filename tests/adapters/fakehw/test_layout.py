@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from nrirp.adapters.fakehw import expected_machine, resolve, spec_from_yaml
+import pytest
+
+from nrirp.adapters.fakehw import MachineSpecError, expected_machine, resolve, spec_from_yaml
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.topology import CacheType, CoreType, MemoryType
 
@@ -118,3 +120,74 @@ def test_offline_cpus_leave_the_machine_but_not_the_layout() -> None:
     m = expected_machine(spec)
     assert m.online == layout.online and m.core_of(2).cpus == CPUSet.of(2)
     assert m.cache_of(6, 2) is not None and 7 not in m.cache_groups(3)[0].cpus
+
+
+def test_memory_node_equally_close_to_several_cpu_nodes() -> None:
+    m = machine(
+        "name: d\ncompact: {packages: 2, nodes_per_die: 2}\n"
+        "memory_nodes: [{memory: 64Gi, nearest: [0, 1], distance: 20}]\n"
+    )
+    assert m.distance(4, 0) == m.distance(4, 1) == 20
+    assert m.distance(4, 2) == 20 + 21 - 10  # through the closer of its CPU nodes
+    assert m.closest_cpu_node_set(4) == CPUSet.parse("0-1") and m.closest_cpu_node(4) == 0
+    # a matrix must agree with the declared nodes
+    text = (
+        "name: d\ncompact: {nodes_per_die: 2}\n"
+        "memory_nodes: [{memory: 1Gi, nearest: [0, 1]}]\n"
+        "distances: [[10, 11, 17], [11, 10, 18], [17, 18, 10]]\n"
+    )
+    with pytest.raises(MachineSpecError, match="declared nearest to nodes 0-1 but the matrix "):
+        spec_from_yaml(text)
+
+
+def test_caches_split_into_groups_of_cores_or_listed_by_hand() -> None:
+    m = machine(
+        "name: c\ncompact: {nodes_per_die: 2, cores_per_node: 6, threads_per_core: 2}\n"
+        "caches:\n"
+        "  - {level: 3, shared_by: node, cores_per_instance: 4, size: 16M}\n"
+        "  - level: 2\n"
+        "    size: 1M\n"
+        "    instances: [{cpus: 0-3, size: 2M}, {cpus: 4-11}, {cpus: 20-23, size: 512K}]\n"
+    )
+    l3 = [(str(g.cpus), g.size_bytes) for g in m.cache_groups(3)]
+    # each node's 6 cores: one instance of 4 cores, one of the 2 left
+    assert l3 == [("0-7", 16 << 20), ("8-11", 16 << 20), ("12-19", 16 << 20), ("20-23", 16 << 20)]
+    l2 = [(str(g.cpus), g.size_bytes) for g in m.cache_groups(2)]
+    assert l2 == [("0-3", 2 << 20), ("4-11", 1 << 20), ("20-23", 512 << 10)]
+    assert m.cache_of(12, 2) is None  # in no instance: no L2
+
+
+def test_cores_of_no_kind_next_to_performance_cores() -> None:
+    m = machine(
+        "name: k\nexplicit:\n  nodes:\n    - id: 0\n      package: 0\n      memory: 1Gi\n"
+        "      cores: [{id: 0, cpus: 0-1}, {id: 1, cpus: 2-3, type: none}, "
+        "{id: 2, cpus: '4', type: efficient}]\n"
+    )
+    assert m.cpus_of_type(CoreType.PERFORMANCE) == CPUSet.parse("0-1")
+    assert m.cpus_of_type(CoreType.NONE) == CPUSet.parse("2-3")
+    assert m.cpus_of_type(CoreType.EFFICIENT) == CPUSet.of(4)
+
+
+def test_a_kernel_without_numa_has_one_node_with_all_the_memory() -> None:
+    m = machine(
+        "name: n\nnuma: false\n"
+        "compact: {packages: 2, nodes_per_die: 2, cores_per_node: 2, memory_per_node: 1Gi}\n"
+        "caches: [{level: 3, shared_by: node, size: 8M}]\n"
+    )
+    assert list(m.nodes) == [0] and m.node_cpus(0) == m.online == CPUSet.parse("0-7")
+    assert m.memory_bytes(0) == 4 << 30
+    assert {c.node_id for c in m.cpus.values()} == {0} and len(m.packages) == 2
+    # the hardware's caches stay: one L3 per (former) node
+    assert [str(g.cpus) for g in m.cache_groups(3)] == ["0-1", "2-3", "4-5", "6-7"]
+    with pytest.raises(MachineSpecError) as err:
+        spec_from_yaml(
+            "name: n\nnuma: false\ncompact: {nodes_per_die: 2}\n"
+            "memory_nodes: [{memory: 1Gi, nearest: 0}]\n"
+            "distances: [[10, 11, 17], [11, 10, 18], [17, 18, 10]]\n"
+            "devices: [{pci: '0000:01:00.0', node: 1}]\n"
+        )
+    assert str(err.value).splitlines()[1:] == [
+        "  a kernel without NUMA ('numa: false') has none @ $.memory_nodes",
+        "  a kernel without NUMA ('numa: false') has none @ $.distances",
+        "  a kernel without NUMA ('numa: false') reports -1, got 1 @ $.devices[0].node",
+    ]

@@ -8,7 +8,13 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nrirp.adapters.fakehw import expected_machine, resolve, spec_from_data, write_sysfs
+from nrirp.adapters.fakehw import (
+    expected_machine,
+    resolve,
+    spec_from_data,
+    write_procfs,
+    write_sysfs,
+)
 from nrirp.adapters.fakehw.discovery import scratch_dir
 from nrirp.adapters.sysfs import SysfsDiscovery
 from nrirp.domain.cpuset import CPUSet
@@ -21,6 +27,17 @@ frequencies = st.fixed_dictionaries(
         "epp": st.sampled_from(["performance", "balance_performance", "power"]),
     },
 )
+
+
+def _maybe_split(level: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """Some levels wider than a core are split into instances of a few cores."""
+    if level["shared_by"] == "core":
+        return st.just(level)
+    return st.one_of(
+        st.just(level), st.integers(1, 3).map(lambda n: {**level, "cores_per_instance": n})
+    )
+
+
 cache_levels = st.lists(
     st.fixed_dictionaries(
         {
@@ -29,7 +46,7 @@ cache_levels = st.lists(
             "shared_by": st.sampled_from(["core", "cluster", "node", "die", "package"]),
         },
         optional={"size": st.integers(1, 4096).map(lambda k: f"{k}K")},
-    ),
+    ).flatmap(_maybe_split),
     max_size=4,
     unique_by=lambda c: (c["level"], c["type"]),
 )
@@ -44,7 +61,11 @@ def common_parts(draw: st.DrawFn, cpus: list[int], cpu_nodes: list[int]) -> dict
             st.fixed_dictionaries(
                 {
                     "memory": st.integers(0, 1 << 20).map(lambda k: k * 1024),
-                    "nearest": st.sampled_from(cpu_nodes),
+                    # one node, or several it is equally close to
+                    "nearest": st.one_of(
+                        st.sampled_from(cpu_nodes),
+                        st.lists(st.sampled_from(cpu_nodes), min_size=1, max_size=3, unique=True),
+                    ),
                 },
                 optional={
                     "type": st.sampled_from(["dram", "pmem", "hbm"]),
@@ -65,6 +86,8 @@ def common_parts(draw: st.DrawFn, cpus: list[int], cpu_nodes: list[int]) -> dict
         data["distances"] = matrix
         for m in memory_nodes:
             del m["nearest"]
+    elif not memory_nodes and draw(st.integers(0, 4)) == 0:
+        data["numa"] = False  # a kernel without NUMA: one node, memory from procfs
     offline = draw(st.sets(st.sampled_from(cpus), max_size=len(cpus) - 1))
     online = sorted(set(cpus) - offline)
     data["offline"] = str(CPUSet.from_ids(offline))
@@ -119,8 +142,9 @@ def explicit_specs(draw: st.DrawFn) -> dict[str, Any]:
             next_core[package] += 1 + draw(st.integers(0, 3))  # core ids with gaps
             if draw(st.booleans()):
                 core["cluster"] = 1000 + die * 100 + draw(st.integers(0, 2))  # not a core id
-            if draw(st.booleans()):
-                core["type"] = "efficient"
+            kind = draw(st.sampled_from([None, "efficient", "none", "performance"]))
+            if kind is not None:
+                core["type"] = kind
             if draw(st.booleans()):
                 core["frequency"] = draw(frequencies)
             cores.append(core)
@@ -137,7 +161,24 @@ def explicit_specs(draw: st.DrawFn) -> dict[str, Any]:
         "name": "e",
         "explicit": {"nodes": nodes, "frequency": draw(frequencies)},
     }
-    return {**spec, **draw(common_parts(list(cpu_pool), node_ids))}
+    data = {**spec, **draw(common_parts(list(cpu_pool), node_ids))}
+    if draw(st.booleans()):
+        # an L3 level by hand: some of the cores in groups, each group with its own size
+        core_cpus = [c["cpus"] for n in nodes for c in n["cores"]]
+        chosen = draw(st.lists(st.sampled_from(range(len(core_cpus))), unique=True))
+        cuts = sorted(draw(st.sets(st.integers(1, max(len(chosen) - 1, 1)))))
+        groups = [chosen[a:b] for a, b in zip([0, *cuts], [*cuts, len(chosen)], strict=True)]
+        instances = []
+        for group in groups:
+            if group:
+                cpus = sorted(cpu for i in group for cpu in core_cpus[i])
+                instance: dict[str, Any] = {"cpus": cpus}
+                if draw(st.booleans()):
+                    instance["size"] = f"{draw(st.integers(1, 4096))}K"
+                instances.append(instance)
+        levels = [c for c in data["caches"] if (c["level"], c["type"]) != (3, "unified")]
+        data["caches"] = [*levels, {"level": 3, "size": "8M", "instances": instances}]
+    return data
 
 
 def round_trip(data: dict[str, Any]) -> None:
@@ -145,6 +186,7 @@ def round_trip(data: dict[str, Any]) -> None:
     layout = resolve(spec)
     with tempfile.TemporaryDirectory(dir=scratch_dir()) as tmp:
         write_sysfs(layout, tmp + "/sys")
+        write_procfs(layout, tmp + "/proc")
         found = SysfsDiscovery(tmp + "/sys", layout.declared_memory_types).discover()
     assert found == expected_machine(spec)
     assert found.online == layout.online

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from nrirp.adapters.fakehw import SysfsTreeError, load_machine, resolve, write_sysfs
+from nrirp.adapters.fakehw import (
+    SysfsTreeError,
+    load_machine,
+    resolve,
+    write_procfs,
+    write_sysfs,
+)
 
 CPU = "devices/system/cpu"
 NODE = "devices/system/node"
@@ -92,6 +98,28 @@ def test_hybrid_pmu_files_and_no_files_on_non_hybrid(tmp_path: Path, pmem_tree: 
     assert read(tmp_path / "sys", f"{CPU}/cpu17/cache/index2/shared_cpu_list") == "16-19\n"
     assert read(tmp_path / "sys", f"{CPU}/cpu17/cache/index2/size") == "2048K\n"
     assert not (pmem_tree / "devices/cpu_atom").exists()
+
+
+def test_pmu_lists_leave_out_cores_of_no_kind(tmp_path: Path) -> None:
+    from nrirp.adapters.fakehw import spec_from_yaml
+
+    spec = spec_from_yaml(
+        "name: k\nexplicit:\n  nodes:\n    - id: 0\n      package: 0\n      memory: 1Gi\n"
+        "      cores: [{id: 0, cpus: 0-1}, {id: 1, cpus: 2-3, type: none}]\n"
+    )
+    write_sysfs(resolve(spec), tmp_path / "sys")
+    assert read(tmp_path / "sys", "devices/cpu_core/cpus") == "0-1\n"
+    assert not (tmp_path / "sys/devices/cpu_atom").exists()
+
+
+def test_procfs_meminfo_and_no_node_directory_without_numa(tmp_path: Path) -> None:
+    layout = resolve(load_machine("nonuma-2s-16"))
+    write_sysfs(layout, tmp_path / "sys")
+    write_procfs(layout, tmp_path / "proc")
+    assert not (tmp_path / "sys" / NODE).exists()
+    assert read(tmp_path / "proc", "meminfo").splitlines()[0] == "MemTotal:       33554432 kB"
+    with pytest.raises(SysfsTreeError):
+        write_procfs(layout, tmp_path / "proc")  # not empty any more
 
 
 def test_offline_cpus_keep_only_their_online_file(tmp_path: Path) -> None:

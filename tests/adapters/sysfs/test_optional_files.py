@@ -5,8 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from nrirp.adapters.sysfs import SysfsDiscovery
 from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.ports.hardware import HardwareDiscoveryError
 from nrirp.domain.topology import CoreType, MemoryType
 
 from .support import rewrite
@@ -88,10 +91,35 @@ def test_without_sibling_lists_cores_come_from_core_ids(root: Path) -> None:
 
 
 def test_kernel_without_numa(root: Path) -> None:
+    # one node 0 with every CPU and the memory of /proc/meminfo (beside the sysfs root)
     remove(root, NODE)
+    rewrite(root.parent, "proc/meminfo", "MemTotal:       32768000 kB\nMemFree:  1 kB\n")
     m = SysfsDiscovery(str(root)).discover()
-    assert list(m.nodes) == [0]
-    assert m.node_cpus(0) == CPUSet.parse("0-15") and m.memory_bytes(0) == 0
+    assert list(m.nodes) == [0] and m.distance_matrix() == {0: {0: 10}}
+    assert m.node_cpus(0) == CPUSet.parse("0-15") and m.memory_bytes(0) == 32768000 * 1024
+    assert m.memory_type(0) is MemoryType.DRAM
+    # or from another procfs root
+    rewrite(root.parent, "elsewhere/meminfo", "MemTotal: 1024 kB\n")
+    other = SysfsDiscovery(str(root), procfs_root=str(root.parent / "elsewhere")).discover()
+    assert other.memory_bytes(0) == 1 << 20
+
+
+def test_kernel_without_numa_needs_meminfo(root: Path) -> None:
+    remove(root, NODE)
+    with pytest.raises(HardwareDiscoveryError) as err:
+        SysfsDiscovery(str(root)).discover()
+    assert str(err.value) == (
+        f"{root}/devices/system/node is missing (a kernel without NUMA), so the memory size "
+        f"comes from {root.parent}/proc/meminfo: missing"
+    )
+    rewrite(root.parent, "proc/meminfo", "MemFree: 12 kB\n")
+    with pytest.raises(HardwareDiscoveryError, match="no 'MemTotal: X kB' line: 'MemFree"):
+        SysfsDiscovery(str(root)).discover()
+
+
+def test_the_procfs_root_is_beside_the_sysfs_root() -> None:
+    assert SysfsDiscovery().procfs_root == "/proc"
+    assert SysfsDiscovery("/tmp/x/sys/").procfs_root == "/tmp/x/proc"
 
 
 def test_node_ids_from_directories_without_online_list(root: Path) -> None:
@@ -160,6 +188,25 @@ def test_hybrid_pmu_lists(root: Path) -> None:
     # only cpu_core present (as on some non-hybrid parts): nothing is an E-core
     remove(root, "devices/cpu_atom")
     assert not SysfsDiscovery(str(root)).discover().is_hybrid
+
+
+def test_cpus_in_no_core_kind_list_have_no_kind(root: Path) -> None:
+    # the kernel marks 0-11 as performance cores and leaves 12-15 out of every list
+    rewrite(root, "devices/cpu_core/cpus", "0-11\n")
+    m = SysfsDiscovery(str(root)).discover()
+    assert m.cpus_of_type(CoreType.PERFORMANCE) == CPUSet.parse("0-11")
+    assert m.cpus_of_type(CoreType.NONE) == CPUSet.parse("12-15")
+    assert m.core_of(12).core_type is CoreType.NONE and not m.is_hybrid
+    # with E-cores too, the rest are still of no kind
+    rewrite(root, "devices/cpu_atom/cpus", "14-15\n")
+    m = SysfsDiscovery(str(root)).discover()
+    assert m.cpus_of_type(CoreType.NONE) == CPUSet.parse("12-13")
+    assert m.cpus_of_type(CoreType.EFFICIENT) == CPUSet.parse("14-15")
+    # without a cpu_core list nothing is marked: all performance cores (no E-cores listed)
+    remove(root, "devices/cpu_core")
+    remove(root, "devices/cpu_atom")
+    m = SysfsDiscovery(str(root)).discover()
+    assert m.cpus_of_type(CoreType.PERFORMANCE) == m.online
 
 
 def test_real_sys_of_this_machine() -> None:

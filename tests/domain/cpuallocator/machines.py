@@ -40,6 +40,7 @@ def make_machine(
     dies: Sequence[str] = (),
     caches: Mapping[int, Sequence[str]] | None = None,
     efficient: str = "",
+    no_kind: str = "",
     clusters: Sequence[str] = (),
     base_khz: Mapping[str, int] | None = None,
     epp: Mapping[str, str] | None = None,
@@ -48,10 +49,12 @@ def make_machine(
 
     Each package is one NUMA node. Without ``clusters`` every core is its own cluster.
     ``base_khz`` and ``epp`` map CPU lists to the base frequency and EPP of those CPUs.
+    CPUs in ``efficient`` are E-cores, those in ``no_kind`` have no core kind.
     """
     cpus: list[CPU] = []
     core_lists = [CPUSet.parse(c) for c in cores]
     eff = CPUSet.parse(efficient)
+    unmarked = CPUSet.parse(no_kind)
     for core_index, core in enumerate(core_lists):
         for cpu_id in core:
             package = _find(packages, cpu_id)
@@ -78,7 +81,11 @@ def make_machine(
                     else core_index,
                     core_id=core_index,
                     node_id=package,
-                    core_type=CoreType.EFFICIENT if cpu_id in eff else CoreType.PERFORMANCE,
+                    core_type=CoreType.EFFICIENT
+                    if cpu_id in eff
+                    else CoreType.NONE
+                    if cpu_id in unmarked
+                    else CoreType.PERFORMANCE,
                     base_frequency_khz=freq,
                     epp=pref,
                 )

@@ -126,3 +126,37 @@ def test_priorities_is_a_copy() -> None:
     assert isinstance(first, dict)
     first.clear()  # type: ignore[attr-defined]
     assert allocator.priorities()[P.NORMAL] == CPUSet.parse("0-15")
+
+
+def test_marked_performance_cores_next_to_cores_of_no_kind_are_high() -> None:
+    # the kernel lists 0-7 as performance cores and 8-15 in no core-kind list
+    m = make_machine(CORES, no_kind="8-15")
+    assert classes(CPUAllocator(m)) == {"high": "0-7", "normal": "8-15", "low": ""}
+
+
+def test_performance_marking_overrides_frequency_and_epp_but_not_e_cores() -> None:
+    m = make_machine(
+        ["0-1", "2-3", "4-5", "6", "7"],
+        no_kind="4-5",
+        efficient="6-7",
+        base_khz={"0-3": 2_000_000, "4-5": 3_000_000, "6-7": 1_800_000},
+        epp={"0-1": "power", "2-7": "performance"},
+    )
+    # 0-3 are marked performance cores: high whatever their frequency or EPP; 4-5 keep the
+    # class of their frequency and EPP; E-cores stay low
+    assert classify_priorities(m) == {
+        0: P.HIGH,
+        1: P.HIGH,
+        2: P.HIGH,
+        3: P.HIGH,
+        4: P.HIGH,
+        5: P.HIGH,
+        6: P.LOW,
+        7: P.LOW,
+    }
+
+
+def test_performance_marking_is_per_package() -> None:
+    # package 1 has only marked performance cores: nothing to tell them apart from
+    m = make_machine(CORES, packages=["0-7", "8-15"], no_kind="0-3")
+    assert classes(CPUAllocator(m)) == {"high": "4-7", "normal": "0-3,8-15", "low": ""}

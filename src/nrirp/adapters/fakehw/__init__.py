@@ -19,7 +19,7 @@ from nrirp.adapters.fakehw.loading import (
     spec_to_data,
 )
 from nrirp.adapters.fakehw.spec import MachineSpec
-from nrirp.adapters.fakehw.writer import SysfsTreeError, write_sysfs
+from nrirp.adapters.fakehw.writer import SysfsTreeError, write_procfs, write_sysfs
 from nrirp.domain.topology import Machine
 
 
@@ -47,5 +47,6 @@ __all__ = [
     "spec_from_file",
     "spec_from_yaml",
     "spec_to_data",
+    "write_procfs",
     "write_sysfs",
 ]

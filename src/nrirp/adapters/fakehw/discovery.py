@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from nrirp.adapters.fakehw.layout import resolve
 from nrirp.adapters.fakehw.spec import MachineSpec
-from nrirp.adapters.fakehw.writer import write_sysfs
+from nrirp.adapters.fakehw.writer import write_procfs, write_sysfs
 from nrirp.adapters.sysfs import SysfsDiscovery
 from nrirp.domain.topology import Machine, MemoryType
 
@@ -16,8 +16,9 @@ from nrirp.domain.topology import Machine, MemoryType
 class FakeHardwareDiscovery:
     """HardwareDiscovery for a fake machine.
 
-    Every :meth:`discover` writes the spec's sysfs tree into a temporary directory and runs
-    :class:`~nrirp.adapters.sysfs.SysfsDiscovery` on it, so fakes exercise the real adapter.
+    Every :meth:`discover` writes the spec's sysfs tree (and procfs ``meminfo``) into a
+    temporary directory and runs :class:`~nrirp.adapters.sysfs.SysfsDiscovery` on it, so
+    fakes exercise the real adapter.
     Memory types the spec states are passed as configuration (sysfs has no such file), and
     ``memory_types`` adds or replaces overrides.
     """
@@ -34,7 +35,8 @@ class FakeHardwareDiscovery:
             prefix=f"nrirp-{self.spec.name}-", dir=scratch_dir()
         ) as root:
             write_sysfs(self.layout, root + "/sys")
-            return SysfsDiscovery(root + "/sys", self.memory_types).discover()
+            write_procfs(self.layout, root + "/proc")
+            return SysfsDiscovery(root + "/sys", self.memory_types, root + "/proc").discover()
 
 
 def scratch_dir() -> str | None:

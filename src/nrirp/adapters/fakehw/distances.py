@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nrirp.adapters.fakehw.records import NodeLayout, Problems
 from nrirp.adapters.fakehw.spec import MachineSpec
+from nrirp.domain.cpuset import CPUSet
 
 
 def node_distances(
@@ -24,14 +25,17 @@ def node_distances(
         result = {a: dict(zip(ids, matrix[i], strict=True)) for i, a in enumerate(ids)}
         cpu_ids = [n.id for n in nodes if n.cpus]
         for n in nodes:
-            if n.cpus or n.nearest is None:
+            if n.cpus or not n.nearest:
                 continue
-            closest = min(cpu_ids, key=lambda c: (result[c][n.id], result[n.id][c], c))
-            if closest != n.nearest:
+            keys = {c: (result[c][n.id], result[n.id][c]) for c in cpu_ids}
+            best = min(keys.values())
+            closest = CPUSet.from_ids(c for c in cpu_ids if keys[c] == best)
+            declared = CPUSet.from_ids(n.nearest)
+            if closest != declared:
                 problems.add(
                     "$.distances",
-                    f"node {n.id} is declared nearest to node {n.nearest} but the matrix puts "
-                    f"node {closest} closest",
+                    f"node {n.id} is declared nearest to {_nodes(declared)} but the matrix puts "
+                    f"{_nodes(closest)} closest",
                 )
         return result
     by_id = {n.id: n for n in nodes}
@@ -43,12 +47,17 @@ def node_distances(
             return 21
         return 11 if a.die == b.die else 12
 
+    def anchors(n: NodeLayout) -> list[NodeLayout]:
+        return [by_id[i] for i in n.nearest] if n.nearest else [n]
+
     def distance(a: NodeLayout, b: NodeLayout) -> int:
         if a.id == b.id:
             return 10
-        anchor_a = by_id[a.nearest] if a.nearest is not None else a
-        anchor_b = by_id[b.nearest] if b.nearest is not None else b
-        base = 10 if anchor_a.id == anchor_b.id else cpu_distance(anchor_a, anchor_b)
+        base = min(cpu_distance(x, y) for x in anchors(a) for y in anchors(b))
         return min(base + a.nearest_distance - 10 + b.nearest_distance - 10, 255)
 
     return {a.id: {b.id: distance(a, b) for b in nodes} for a in nodes}
+
+
+def _nodes(ids: CPUSet) -> str:
+    return f"node {ids}" if len(ids) == 1 else f"nodes {ids}"

@@ -6,7 +6,9 @@ spec's meaning is defined in one place (this module and the ones it calls).
 
 from __future__ import annotations
 
-from nrirp.adapters.fakehw.cache_layout import cache_layout
+import attrs
+
+from nrirp.adapters.fakehw.cache_layout import cache_layout, check_cache_levels
 from nrirp.adapters.fakehw.compact import compact_layout
 from nrirp.adapters.fakehw.device_layout import device_layout
 from nrirp.adapters.fakehw.distances import node_distances
@@ -61,8 +63,12 @@ def _finish(
             problems.add(f"{path}.id", f"node id {node_id} is negative or already used")
         used.add(node_id)
         check_memory(m.memory, f"{path}.memory", problems)
-        if m.nearest is not None and m.nearest not in {n.id for n in cpu_nodes}:
-            problems.add(f"{path}.nearest", f"{m.nearest} is not a node with CPUs")
+        cpu_node_ids = {n.id for n in cpu_nodes}
+        for near in m.nearest or ():
+            if near not in cpu_node_ids:
+                problems.add(f"{path}.nearest", f"{near} is not a node with CPUs")
+        if m.nearest is not None and len(set(m.nearest)) != len(m.nearest):
+            problems.add(f"{path}.nearest", f"lists a node twice: {list(m.nearest)}")
         if m.nearest is None and spec.distances is None:
             problems.add(f"{path}.nearest", "required when no distance matrix is given")
         if not 10 < m.distance <= 255:
@@ -73,7 +79,7 @@ def _finish(
                 cpus=CPUSet(),
                 memory_bytes=m.memory,
                 declared_type=m.type,
-                nearest=m.nearest,
+                nearest=tuple(sorted(m.nearest or ())),
                 nearest_distance=m.distance,
             )
         )
@@ -93,21 +99,53 @@ def _finish(
             value = getattr(cache, name)
             if value is not None and (value <= 0 or value % 1024):
                 problems.add(f"{path}.{name}", f"must be a positive multiple of 1K, got {value}")
+    check_cache_levels(spec, cpus, problems)
     kinds = [(c.level, c.type) for c in spec.caches]
     for index, kind in enumerate(kinds):
         if kinds.index(kind) != index:
             problems.add(f"$.caches[{index}]", f"L{kind[0]} {kind[1].value} is listed twice")
+    if not spec.numa:
+        _check_without_numa(spec, problems)
     devices = device_layout(spec.devices, nodes, online, problems)
     if problems.items:
         return None
+    caches = cache_layout(spec, cpus)  # the hardware's, whatever the kernel makes of NUMA
+    if not spec.numa:
+        cpus, nodes = _without_numa(cpus, nodes)
     distances = node_distances(spec, nodes, problems)
     return Layout(
         name=spec.name,
         cpus=tuple(cpus),
         nodes=tuple(nodes),
-        caches=tuple(cache_layout(spec, cpus)),
+        caches=tuple(caches),
         distances=distances,
         online=online,
         isolated=spec.isolated,
         devices=tuple(devices),
+        numa=spec.numa,
     )
+
+
+def _check_without_numa(spec: MachineSpec, problems: Problems) -> None:
+    if spec.memory_nodes:
+        problems.add("$.memory_nodes", "a kernel without NUMA ('numa: false') has none")
+    if spec.distances is not None:
+        problems.add("$.distances", "a kernel without NUMA ('numa: false') has none")
+    for index, device in enumerate(spec.devices):
+        if device.node != -1:
+            problems.add(
+                f"$.devices[{index}].node",
+                f"a kernel without NUMA ('numa: false') reports -1, got {device.node}",
+            )
+
+
+def _without_numa(
+    cpus: list[CpuLayout], nodes: list[NodeLayout]
+) -> tuple[list[CpuLayout], list[NodeLayout]]:
+    """What a kernel without NUMA shows: one node 0 with every CPU and all the memory."""
+    whole = NodeLayout(
+        id=0,
+        cpus=CPUSet.from_ids(c.id for c in cpus),
+        memory_bytes=sum(n.memory_bytes for n in nodes),
+    )
+    return [attrs.evolve(c, node=0) for c in cpus], [whole]

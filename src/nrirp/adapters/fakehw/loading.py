@@ -14,7 +14,7 @@ from cattrs.gen import make_dict_structure_fn
 from nrirp.adapters.documents import MACHINE_SPEC, UnreadableDocument, load_document
 from nrirp.adapters.fakehw.errors import MachineSpecError
 from nrirp.adapters.fakehw.layout import resolve
-from nrirp.adapters.fakehw.spec import ByteSize, MachineSpec
+from nrirp.adapters.fakehw.spec import ByteSize, MachineSpec, NodeIds
 from nrirp.domain.config.converter import STRICT_HOOKS, structure_enum
 from nrirp.domain.config.errors import MAX_SHOWN_PROBLEMS, InvalidValue
 from nrirp.domain.config.quantity import parse_byte_size
@@ -48,6 +48,18 @@ def format_size(size: int) -> str:
     return str(size)
 
 
+def _node_ids(value: Any, _type: Any = NodeIds) -> NodeIds:
+    """A node id or a non-empty list of them."""
+    items = value if isinstance(value, list | tuple) else [value]
+    if not items or not all(isinstance(i, int) and not isinstance(i, bool) for i in items):
+        raise _BadValue(f"expected a node id or a list of node ids, got {value!r}")
+    return NodeIds(tuple(items))
+
+
+def _unstructure_node_ids(value: tuple[int, ...]) -> int | list[int]:
+    return value[0] if len(value) == 1 else list(value)
+
+
 def _cpuset(value: Any, _type: Any) -> CPUSet:
     try:
         return structure_cpuset(value)
@@ -63,6 +75,8 @@ def _make_converter() -> cattrs.Converter:
         conv.register_structure_hook(primitive, hook)
     conv.register_structure_hook(ByteSize, parse_size)
     conv.register_structure_hook(CPUSet, _cpuset)
+    conv.register_structure_hook(NodeIds, _node_ids)
+    conv.register_unstructure_hook(NodeIds, _unstructure_node_ids)
     conv.register_unstructure_hook(CPUSet, unstructure_cpuset)
     conv.register_structure_hook_func(
         lambda t: isinstance(t, type) and issubclass(t, enum.Enum), structure_enum

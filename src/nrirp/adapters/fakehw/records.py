@@ -27,8 +27,8 @@ class NodeLayout:
     cpus: CPUSet  # present CPUs
     memory_bytes: int
     declared_type: MemoryType | None = None
-    nearest: int | None = None  # for memory-only nodes
-    nearest_distance: int = 10  # distance to ``nearest`` when distances are computed
+    nearest: tuple[int, ...] = ()  # for memory-only nodes: the CPU node(s) it hangs off
+    nearest_distance: int = 10  # distance to each ``nearest`` node when distances are computed
     package: int | None = None
     die: int | None = None
 
@@ -68,6 +68,13 @@ class Layout:
     online: CPUSet
     isolated: CPUSet
     devices: tuple[DeviceLayout, ...] = ()
+    numa: bool = True
+    """False: a kernel without NUMA (no node directories; ``nodes`` is the one node 0)."""
+
+    @property
+    def memory_bytes(self) -> int:
+        """The machine's memory: ``MemTotal`` of ``/proc/meminfo``."""
+        return sum(n.memory_bytes for n in self.nodes)
 
     @property
     def present(self) -> CPUSet:

@@ -15,6 +15,8 @@ from nrirp.domain.cpuset import EMPTY, CPUSet
 from nrirp.domain.topology import CacheType, CoreType, MemoryType
 
 ByteSize = NewType("ByteSize", int)
+NodeIds = NewType("NodeIds", tuple[int, ...])
+"""One node id (``0``) or a list of them (``[0, 1]``); read as a tuple."""
 
 
 class Numbering(enum.Enum):
@@ -44,14 +46,29 @@ class FrequencySpec:
 
 
 @attrs.frozen
+class CacheInstanceSpec:
+    """One cache instance given by hand: the CPUs sharing it (whole cores) and its size."""
+
+    cpus: CPUSet
+    size: ByteSize | None = None  # default: the level's ``size``
+
+
+@attrs.frozen
 class CacheLevelSpec:
-    """One cache level (L1d, L1i, L2, L3, ...) and which CPUs share each instance."""
+    """One cache level (L1d, L1i, L2, L3, ...) and which CPUs share each instance.
+
+    Instances are one per ``shared_by`` domain; ``cores_per_instance`` splits each domain
+    into instances of that many cores (an L3 per 4 cores); ``instances`` lists them by hand
+    instead (any grouping, each with its own size).
+    """
 
     level: int
     type: CacheType = CacheType.UNIFIED
     shared_by: CacheScope = CacheScope.CORE
     size: ByteSize | None = None
     efficient_size: ByteSize | None = None  # size on E-core instances; default ``size``
+    cores_per_instance: int | None = None
+    instances: tuple[CacheInstanceSpec, ...] = ()
 
 
 DEFAULT_CACHES: tuple[CacheLevelSpec, ...] = (
@@ -67,7 +84,8 @@ class MemoryNodeSpec:
     """A CPU-less NUMA node (PMEM, HBM, CXL-attached memory)."""
 
     memory: ByteSize
-    nearest: int | None = None  # the CPU node it hangs off; needed without a distance matrix
+    # the CPU node(s) it hangs off, equally close to each; needed without a distance matrix
+    nearest: NodeIds | None = None
     id: int | None = None  # default: the next free node id
     type: MemoryType | None = None  # default: decided by the memory-type rule at discovery
     distance: int = 17  # distance to ``nearest`` when distances are computed
@@ -152,3 +170,4 @@ class MachineSpec:
     isolated: CPUSet = EMPTY
     offline: CPUSet = EMPTY  # present but offline CPUs
     devices: tuple[DeviceSpec, ...] = ()  # PCI devices, for topology hints
+    numa: bool = True  # False: a kernel without NUMA (one node; memory from /proc/meminfo)

@@ -3,10 +3,12 @@
 Only what discovery and the usual tools read is written: the ``*_list`` forms of cpu masks
 (not the hex masks), ``cpuN/cache/indexM/{level,type,shared_cpu_list,id,size}``,
 ``cpu/cpufreq/policyN`` with ``cpuN/cpufreq`` symlinks, node ``cpulist``/``meminfo``/``distance``
-the ``cpu_core``/``cpu_atom`` PMU cpu lists of hybrid parts, and PCI devices (``numa_node``,
-``local_cpulist``, device nodes linked from ``dev/{char,block}/M:m``). Offline CPUs keep their
-``cpuN/online`` (``0``) but, as on Linux, lose their topology, cache and cpufreq entries and
-vanish from every sibling, cache and node list.
+(no node directory for a kernel without NUMA, whose memory is in procfs' ``meminfo``:
+:func:`write_procfs`), the ``cpu_core``/``cpu_atom`` PMU cpu lists of machines that mark core
+kinds, and PCI devices (``numa_node``, ``local_cpulist``, device nodes linked from
+``dev/{char,block}/M:m``). Offline CPUs keep their ``cpuN/online`` (``0``) but, as on Linux,
+lose their topology, cache and cpufreq entries and vanish from every sibling, cache and node
+list.
 """
 
 from __future__ import annotations
@@ -29,9 +31,26 @@ class SysfsTreeError(Exception):
 def write_sysfs(layout: Layout, root: str | Path) -> None:
     """Write the layout's sysfs tree under ``root`` (created; must be empty if it exists)."""
     root = Path(root)
+    _check_empty(root)
+    _Writer(str(root)).write(layout)
+
+
+def write_procfs(layout: Layout, root: str | Path) -> None:
+    """Write what discovery reads from procfs under ``root`` (created; must be empty if it
+    exists): ``meminfo``, whose ``MemTotal`` is the machine's memory (read on kernels
+    without NUMA)."""
+    root = Path(root)
+    _check_empty(root)
+    kb = layout.memory_bytes // 1024
+    _Writer(str(root)).file(
+        "/meminfo",
+        f"MemTotal:       {kb:8d} kB\nMemFree:        {kb:8d} kB\nMemAvailable:   {kb:8d} kB",
+    )
+
+
+def _check_empty(root: Path) -> None:
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise SysfsTreeError(f"{root}: exists and is not an empty directory")
-    _Writer(str(root)).write(layout)
 
 
 class _Writer:
@@ -63,14 +82,10 @@ class _Writer:
         self.file(f"{cpu_dir}/kernel_max", "8191")
         self._write_cpus(layout)
         self._write_caches(layout)
-        self._write_nodes(layout)
+        if layout.numa:
+            self._write_nodes(layout)
         self._write_devices(layout)
-        efficient = CPUSet.from_ids(
-            c.id for c in layout.cpus if c.core_type is CoreType.EFFICIENT and c.id in online
-        )
-        if efficient:
-            self.file("/devices/cpu_core/cpus", str(online - efficient))
-            self.file("/devices/cpu_atom/cpus", str(efficient))
+        self._write_core_kinds(layout)
 
     def _write_cpus(self, layout: Layout) -> None:
         online = layout.online
@@ -116,6 +131,20 @@ class _Writer:
                 self.file(f"{policy}/energy_performance_preference", freq.epp)
             self.file(f"{policy}/affected_cpus", str(c.id))
             os.symlink(f"../cpufreq/policy{c.id}", f"{self.root}{base}/cpufreq")
+
+    def _write_core_kinds(self, layout: Layout) -> None:
+        """The PMU cpu lists, where some online CPU is not a plain performance core: P-cores
+        in ``cpu_core``, E-cores in ``cpu_atom`` (only if there are some); a CPU of no kind is
+        in neither."""
+        online = layout.online
+        kinds = {c.id: c.core_type for c in layout.cpus if c.id in online}
+        if all(kind is CoreType.PERFORMANCE for kind in kinds.values()):
+            return
+        performance = CPUSet.from_ids(i for i, k in kinds.items() if k is CoreType.PERFORMANCE)
+        efficient = CPUSet.from_ids(i for i, k in kinds.items() if k is CoreType.EFFICIENT)
+        self.file("/devices/cpu_core/cpus", str(performance))
+        if efficient:
+            self.file("/devices/cpu_atom/cpus", str(efficient))
 
     def _write_caches(self, layout: Layout) -> None:
         online = layout.online

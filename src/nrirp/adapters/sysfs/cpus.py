@@ -1,4 +1,4 @@
-"""Per-CPU records from ``cpuN/topology``, ``cpuN/cpufreq`` and the hybrid PMU cpu lists."""
+"""Per-CPU records from ``cpuN/topology``, ``cpuN/cpufreq`` and the core-kind PMU cpu lists."""
 
 from __future__ import annotations
 
@@ -33,22 +33,39 @@ def read_isolated(files: SysfsFiles, online: CPUSet) -> CPUSet:
     return EMPTY if found is None else found & online
 
 
-def read_efficient(files: SysfsFiles, online: CPUSet) -> CPUSet:
-    """E-cores of a hybrid part: the CPUs of the ``cpu_atom`` PMU, if there is one."""
-    text = files.read(EFFICIENT_CPUS)
-    if text is None:
-        return EMPTY
-    efficient = files.cpuset(EFFICIENT_CPUS, text) & online
+def read_core_types(files: SysfsFiles, online: CPUSet) -> dict[int, CoreType]:
+    """The kind of every online CPU from the ``cpu_core`` (P-cores) and ``cpu_atom`` (E-cores)
+    PMU cpu lists.
+
+    Without a ``cpu_core`` list every CPU that is not an E-core is a performance core (also
+    the case on machines that mark no kinds at all). With one, a CPU in neither list has no
+    kind (``CoreType.NONE``): the kernel marks some cores as performance cores, not these.
+    """
+    efficient = EMPTY
+    atom = files.read(EFFICIENT_CPUS)
+    if atom is not None:
+        efficient = files.cpuset(EFFICIENT_CPUS, atom) & online
     performance = files.read_cpuset(PERFORMANCE_CPUS)
     if performance is not None and performance & efficient:
         clash = performance & efficient
         where = files.path(PERFORMANCE_CPUS)
-        raise files.error(EFFICIENT_CPUS, f"cpus {clash} are also in {where}", text)
-    return efficient
+        raise files.error(EFFICIENT_CPUS, f"cpus {clash} are also in {where}", atom or "")
+    kinds: dict[int, CoreType] = {}
+    for cpu in online:
+        if cpu in efficient:
+            kinds[cpu] = CoreType.EFFICIENT
+        elif performance is None or cpu in performance:
+            kinds[cpu] = CoreType.PERFORMANCE
+        else:
+            kinds[cpu] = CoreType.NONE
+    return kinds
 
 
 def read_cpus(
-    files: SysfsFiles, online: CPUSet, node_of: Mapping[int, int], efficient: CPUSet
+    files: SysfsFiles,
+    online: CPUSet,
+    node_of: Mapping[int, int],
+    core_types: Mapping[int, CoreType],
 ) -> list[CPU]:
     """One record per online CPU.
 
@@ -80,7 +97,7 @@ def read_cpus(
                     cluster_id=cluster_id,
                     core_id=core_id,
                     node_id=node_of[sibling],
-                    core_type=CoreType.EFFICIENT if sibling in efficient else CoreType.PERFORMANCE,
+                    core_type=core_types.get(sibling, CoreType.PERFORMANCE),
                     base_frequency_khz=base_khz,
                     max_frequency_khz=max_khz,
                     epp=epp,

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 
 from nrirp.adapters.sysfs.caches import read_caches
-from nrirp.adapters.sysfs.cpus import read_cpus, read_efficient, read_isolated, read_online
+from nrirp.adapters.sysfs.cpus import read_core_types, read_cpus, read_isolated, read_online
 from nrirp.adapters.sysfs.files import SysfsFiles
 from nrirp.adapters.sysfs.nodes import NODE_DIR, read_nodes
 from nrirp.domain.ports.hardware import HardwareDiscoveryError
@@ -19,25 +19,40 @@ from nrirp.domain.topology import (
 )
 
 
+def default_procfs_root(sysfs_root: str) -> str:
+    """The ``proc`` directory beside a sysfs root: ``/proc`` for ``/sys``, ``X/proc`` for a
+    tree at ``X/sys`` (as fake machines are written)."""
+    parent = os.path.dirname(os.path.normpath(sysfs_root))
+    return os.path.join(parent, "proc")
+
+
 class SysfsDiscovery:
     """Discovers the machine from a sysfs tree mounted at ``root`` (``/sys`` by default).
 
     ``memory_types`` maps NUMA node ids to a memory type and wins over the built-in rule
     (CPU-less nodes smaller than the average DRAM node are HBM, other CPU-less nodes PMEM).
-    Offline CPUs are ignored. Malformed files raise
-    :class:`~nrirp.domain.ports.hardware.HardwareDiscoveryError` naming the file and quoting it.
+    ``procfs_root`` (default: the ``proc`` directory beside ``root``) is read only on kernels
+    without NUMA, for the memory size (``meminfo``). Offline CPUs are ignored. Malformed files
+    raise :class:`~nrirp.domain.ports.hardware.HardwareDiscoveryError` naming the file and
+    quoting it.
     """
 
-    def __init__(self, root: str = "/sys", memory_types: Mapping[int, MemoryType] | None = None):
+    def __init__(
+        self,
+        root: str = "/sys",
+        memory_types: Mapping[int, MemoryType] | None = None,
+        procfs_root: str | None = None,
+    ):
         self.root = str(root)
         self.memory_types = dict(memory_types or {})
+        self.procfs_root = str(procfs_root) if procfs_root else default_procfs_root(self.root)
 
     def discover(self) -> Machine:
         if not os.path.isdir(self.root):
             raise HardwareDiscoveryError(f"{self.root}: no such directory (sysfs root)")
         files = SysfsFiles(self.root)
         online = read_online(files)
-        nodes = read_nodes(files, online)
+        nodes = read_nodes(files, online, SysfsFiles(self.procfs_root))
         node_of: dict[int, int] = {}
         for node in nodes:
             for cpu in node.cpus:
@@ -52,7 +67,7 @@ class SysfsDiscovery:
             raise HardwareDiscoveryError(
                 f"{files.path(NODE_DIR)}: online cpus {homeless} are in no node's cpulist"
             )
-        cpus = read_cpus(files, online, node_of, read_efficient(files, online))
+        cpus = read_cpus(files, online, node_of, read_core_types(files, online))
         try:
             types = classify_memory_types(
                 {n.id: n.memory_bytes for n in nodes},

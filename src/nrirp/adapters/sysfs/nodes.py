@@ -13,6 +13,8 @@ from nrirp.domain.ports.hardware import HardwareDiscoveryError
 NODE_DIR = "/devices/system/node"
 _NODE_NAME = re.compile(r"node(\d+)", re.ASCII)
 _MEM_TOTAL = re.compile(r"^Node\s+(\d+)\s+MemTotal:\s+(\d+)\s+kB\s*$", re.ASCII | re.MULTILINE)
+_PROC_MEM_TOTAL = re.compile(r"^MemTotal:\s+(\d+)\s+kB\s*$", re.ASCII | re.MULTILINE)
+MEMINFO = "/meminfo"
 
 
 @attrs.frozen
@@ -25,11 +27,17 @@ class NodeInfo:
     distances: dict[int, int]
 
 
-def read_nodes(files: SysfsFiles, online_cpus: CPUSet) -> list[NodeInfo]:
-    """Every online node; a kernel without NUMA support yields one node 0 with all CPUs."""
+def read_nodes(files: SysfsFiles, online_cpus: CPUSet, proc: SysfsFiles) -> list[NodeInfo]:
+    """Every online node.
+
+    A kernel without NUMA support has no ``devices/system/node`` directory: that is one node 0
+    with every CPU and the machine's memory, ``MemTotal`` of ``meminfo`` under the procfs
+    root ``proc``.
+    """
     node_ids = _node_ids(files)
     if node_ids is None:
-        return [NodeInfo(id=0, cpus=online_cpus, memory_bytes=0, distances={0: 10})]
+        memory = _machine_memory(files, proc)
+        return [NodeInfo(id=0, cpus=online_cpus, memory_bytes=memory, distances={0: 10})]
     nodes = []
     for node_id in node_ids:
         base = f"{NODE_DIR}/node{node_id}"
@@ -56,6 +64,21 @@ def _node_ids(files: SysfsFiles) -> list[int] | None:
     if not ids:
         raise HardwareDiscoveryError(f"{files.path(NODE_DIR)}: no node directories")
     return ids
+
+
+def _machine_memory(files: SysfsFiles, proc: SysfsFiles) -> int:
+    try:
+        text = proc.require(MEMINFO)
+    except HardwareDiscoveryError as err:
+        why = str(err).removeprefix(proc.path(MEMINFO) + ": ")
+        raise HardwareDiscoveryError(
+            f"{files.path(NODE_DIR)} is missing (a kernel without NUMA), so the memory size "
+            f"comes from {proc.path(MEMINFO)}: {why}"
+        ) from None
+    match = _PROC_MEM_TOTAL.search(text)
+    if match is None:
+        raise proc.error(MEMINFO, "no 'MemTotal: X kB' line", text)
+    return int(match.group(1)) * 1024
 
 
 def _memory_bytes(files: SysfsFiles, rel: str, node_id: int) -> int:

@@ -28,6 +28,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="DIR",
         help="write the --machine as a sysfs tree into DIR (new or empty) instead of showing it",
     )
+    parser.add_argument(
+        "--write-procfs",
+        metavar="DIR",
+        help="with --write-sysfs: also write the procfs files discovery reads (meminfo: the "
+        "memory of a kernel without NUMA) into DIR (new or empty)",
+    )
     return parser
 
 
@@ -40,6 +46,9 @@ def run(args: argparse.Namespace) -> int:
             return _list_machines(args)
         if args.write_sysfs is not None:
             return _write_sysfs(args)
+        if args.write_procfs is not None:
+            print("nrirp hardware: error: --write-procfs needs --write-sysfs", file=sys.stderr)
+            return 2
         return _show(args)
     except (
         HardwareDiscoveryError,
@@ -77,7 +86,7 @@ def _list_machines(args: argparse.Namespace) -> int:
 
 
 def _write_sysfs(args: argparse.Namespace) -> int:
-    from nrirp.adapters.fakehw import load_machine_or_file, resolve, write_sysfs
+    from nrirp.adapters.fakehw import load_machine_or_file, resolve, write_procfs, write_sysfs
     from nrirp.domain.topology import classify_memory_types
 
     if args.machine is None:
@@ -85,13 +94,25 @@ def _write_sysfs(args: argparse.Namespace) -> int:
         return 2
     spec = load_machine_or_file(args.machine)
     layout = resolve(spec, args.machine)
+    written = args.write_sysfs
     try:
         write_sysfs(layout, args.write_sysfs)
+        if args.write_procfs is not None:
+            written = args.write_procfs
+            write_procfs(layout, args.write_procfs)
     except OSError as err:
-        print(f"nrirp hardware: error: cannot write {args.write_sysfs}: {err}", file=sys.stderr)
+        print(f"nrirp hardware: error: cannot write {written}: {err}", file=sys.stderr)
         return 1
     cpus = len(layout.online)
     print(f"wrote the sysfs tree of {spec.name} ({cpus} online CPUs) to {args.write_sysfs}")
+    if args.write_procfs is not None:
+        print(f"wrote its procfs meminfo to {args.write_procfs}")
+    elif not layout.numa:
+        print(
+            "note: a kernel without NUMA has no node directories; discovery reads the memory "
+            "size from procfs meminfo: write it with --write-procfs DIR and read the tree "
+            "with --procfs-root DIR"
+        )
     by_rule = classify_memory_types(
         {n.id: n.memory_bytes for n in layout.nodes},
         {n.id for n in layout.nodes if n.cpus & layout.online},

@@ -7,7 +7,10 @@ Each package is classified on its own, as the reference does:
 - energy-performance preference: when the package's CPUs have more than one known EPP value,
   those with the highest value (the most power-saving one) are low priority and the others high;
   this overrides the frequency class;
-- core type: efficient cores (E-cores of hybrid parts) are always low priority.
+- core kind: efficient cores (E-cores of hybrid parts) are always low priority; when the
+  kernel marks some of the package's cores as performance cores and leaves others without a
+  kind, the performance cores are high priority (the reference takes high-priority capacity
+  from them). Both override the frequency and EPP classes.
 
 Everything else is normal priority.
 """
@@ -44,6 +47,8 @@ def epp_value(epp: str | None) -> int | None:
 def _classify_package(cpus: list[CPU]) -> dict[int, CPUPriority]:
     freqs = sorted({c.base_frequency_khz for c in cpus if c.base_frequency_khz})
     epps = sorted({v for c in cpus if (v := epp_value(c.epp)) is not None})
+    kinds = {c.core_type for c in cpus}
+    marked_performance = CoreType.PERFORMANCE in kinds and CoreType.NONE in kinds
     out: dict[int, CPUPriority] = {}
     for cpu in cpus:
         priority = CPUPriority.NORMAL
@@ -54,6 +59,8 @@ def _classify_package(cpus: list[CPU]) -> dict[int, CPUPriority]:
             priority = CPUPriority.HIGH if epp < epps[-1] else CPUPriority.LOW
         if cpu.core_type is CoreType.EFFICIENT:
             priority = CPUPriority.LOW
+        elif marked_performance and cpu.core_type is CoreType.PERFORMANCE:
+            priority = CPUPriority.HIGH
         out[cpu.id] = priority
     return out
 

@@ -24,10 +24,17 @@ class MemoryType(enum.Enum):
 
 
 class CoreType(enum.Enum):
-    """Core kind on hybrid parts; ``PERFORMANCE`` on non-hybrid machines."""
+    """The kind the kernel gives a core; ``PERFORMANCE`` on machines that mark no kinds.
+
+    Hybrid parts list their P-cores and E-cores (``cpu_core``/``cpu_atom``). Where the kernel
+    marks some cores as performance cores and leaves others out of every list, those others are
+    ``NONE`` (no kind), so "performance next to no kind" can be told apart from a machine that
+    marks nothing.
+    """
 
     PERFORMANCE = "performance"
     EFFICIENT = "efficient"
+    NONE = "none"
 
 
 class CacheType(enum.Enum):
@@ -372,7 +379,8 @@ class Machine:
         return {a: {b: self.distance(a, b) for b in self.nodes} for a in self.nodes}
 
     def closest_cpu_nodes(self) -> dict[int, int]:
-        """For every memory-only node, the CPU-bearing node closest to it."""
+        """For every memory-only node, the CPU-bearing node closest to it (lowest id on
+        ties)."""
         return {n: self.closest_cpu_node(n) for n in self.nodes if not self.nodes[n].cpus}
 
     def nodes_by_distance(self, node_id: int) -> list[int]:
@@ -399,16 +407,28 @@ class Machine:
         return self.nodes_by_distance(self.node_of(cpu_id))
 
     def closest_cpu_node(self, node_id: int) -> int:
-        """For a memory-only node, the closest CPU-bearing node (lowest id on ties).
+        """For a memory-only node, the closest CPU-bearing node (lowest id on ties; all of
+        them: :meth:`closest_cpu_node_set`).
+
+        For a node with CPUs, the node itself.
+        """
+        return self.closest_cpu_node_set(node_id).min()
+
+    def closest_cpu_node_set(self, node_id: int) -> CPUSet:
+        """For a memory-only node, every CPU-bearing node at the smallest distance from it
+        (more than one when several are equally close: a CXL or PMEM node behind a socket's
+        sub-NUMA nodes). Distances are compared both ways (to the node, then from it).
 
         For a node with CPUs, the node itself.
         """
         if self.nodes[node_id].cpus:
-            return node_id
+            return CPUSet.of(node_id)
         cands = [n for n in self.nodes if self.nodes[n].cpus]
         if not cands:
             raise TopologyError("machine has no node with CPUs")
-        return min(cands, key=lambda n: (self.distance(n, node_id), self.distance(node_id, n), n))
+        keys = {n: (self.distance(n, node_id), self.distance(node_id, n)) for n in cands}
+        best = min(keys.values())
+        return CPUSet.from_ids(n for n in cands if keys[n] == best)
 
     def has_symmetric_distances(self) -> bool:
         return all(

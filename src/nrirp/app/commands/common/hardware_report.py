@@ -44,6 +44,9 @@ def machine_document(machine: Machine, source: str) -> dict[str, Any]:
                 "memory_type": n.memory_type.value,
                 "distances": {str(m): machine.distance(n.id, m) for m in machine.nodes},
                 "closest_cpu_node": _closest(machine, n.id),
+                "closest_cpu_nodes": (
+                    str(machine.closest_cpu_node_set(n.id)) if machine.cpu_nodes else None
+                ),
             }
             for n in machine.nodes.values()
         ],
@@ -122,6 +125,10 @@ def machine_summary(machine: Machine, source: str) -> str:
         p = machine.cpus_of_type(CoreType.PERFORMANCE)
         e = machine.cpus_of_type(CoreType.EFFICIENT)
         lines.append(f"Hybrid: P-core cpus {_cpus(p)}, E-core cpus {_cpus(e)}")
+    unmarked = machine.cpus_of_type(CoreType.NONE)
+    if unmarked:
+        p = machine.cpus_of_type(CoreType.PERFORMANCE)
+        lines.append(f"Core kinds: performance cpus {_cpus(p)}, no kind {_cpus(unmarked)}")
     for package in machine.packages.values():
         lines.append(f"Package {package.id}: cpus {package.cpus}, nodes {_cpus(package.nodes)}")
         for die in machine.dies_of_package(package.id):
@@ -138,8 +145,10 @@ def machine_summary(machine: Machine, source: str) -> str:
             node = machine.nodes[node_id]
             line = f"  Node {node_id}: {human_size(node.memory_bytes)} {node.memory_type.value}"
             if machine.cpu_nodes:
-                near = machine.closest_cpu_node(node_id)
-                line += f", closest CPU node {near} (distance {machine.distance(near, node_id)})"
+                nearest = machine.closest_cpu_node_set(node_id)
+                distance = machine.distance(nearest.min(), node_id)
+                which = f"node {nearest}" if len(nearest) == 1 else f"nodes {nearest}"
+                line += f", closest CPU {which} (distance {distance})"
             lines.append(line)
     lines.append("Caches: " + (_caches(machine) or "none reported"))
     lines.append("Frequencies: " + _frequencies(machine))

@@ -1,7 +1,8 @@
 """Choosing the hardware a command works on: the real ``/sys``, another sysfs tree, or a fake.
 
 ``hardware`` and ``simulate`` share these options: ``--sysfs-root DIR`` | ``--machine NAME|FILE``,
-plus ``--memory-type NODE=TYPE``; ``run`` reads a sysfs tree only and shares ``--memory-type``.
+plus ``--procfs-root DIR`` and ``--memory-type NODE=TYPE``; ``run`` reads a sysfs tree only and
+shares ``--memory-type``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ def add_hardware_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME|FILE",
         help="use a fake machine: a catalogue name (see --list-machines) or a spec file",
     )
+    parser.add_argument(
+        "--procfs-root",
+        metavar="DIR",
+        help="with a sysfs tree: the procfs whose meminfo gives the memory size on kernels "
+        "without NUMA (default: the proc directory beside the sysfs root, /proc for /sys)",
+    )
     add_memory_type_argument(parser)
 
 
@@ -66,4 +73,5 @@ def hardware_from_args(args: argparse.Namespace) -> tuple[HardwareDiscovery, str
     from nrirp.adapters.sysfs import SysfsDiscovery
 
     root = args.sysfs_root or "/sys"
-    return SysfsDiscovery(root, overrides), f"sysfs at {root}"
+    procfs = getattr(args, "procfs_root", None)
+    return SysfsDiscovery(root, overrides, procfs), f"sysfs at {root}"
