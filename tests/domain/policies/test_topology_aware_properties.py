@@ -134,8 +134,9 @@ def units(name: str) -> tuple[Unit, ...]:
 
 
 def attached(m: Machine, dram: CPUSet) -> CPUSet:
-    """Memory-only nodes whose closest CPU node is in ``dram``."""
-    return CPUSet.from_ids(n for n in m.memory_only_nodes if m.closest_cpu_node(n) in dram)
+    """Memory-only nodes with a closest CPU node in ``dram`` (one equally close to several
+    CPU nodes is attached to each)."""
+    return CPUSet.from_ids(n for n in m.memory_only_nodes if m.closest_cpu_node_set(n) & dram)
 
 
 def memory_of(m: Machine, unit: Unit, types: frozenset[MemoryType]) -> CPUSet:
@@ -846,6 +847,8 @@ MACHINE_NAMES = [
     "server-4s-144",
     "hbm-cxl",
     "sparse-8s-4096",
+    "epyc-nps2-64",
+    "nonuma-2s-16",
 ]
 MACHINES = [  # name, largest integer CPU request, examples
     ("box-16", 6, 100),
@@ -854,6 +857,8 @@ MACHINES = [  # name, largest integer CPU request, examples
     ("server-112-pmem", 8, 50),
     ("server-4s-144", 8, 40),
     ("hbm-cxl", 8, 50),
+    ("epyc-nps2-64", 8, 40),
+    ("nonuma-2s-16", 6, 60),
 ]
 
 

@@ -58,6 +58,28 @@ def test_hbm_cxl_hbm_and_cxl_nodes_attach_by_distance() -> None:
     assert rows["root"] == "0-9"
 
 
+def test_memory_equally_close_to_several_nodes_joins_each_of_their_pools() -> None:
+    # epyc-nps2-64: the CXL node 2 is at distance 22 from both NUMA nodes (the reference
+    # attaches it to each); the L3 groups of 4 cores split each node
+    rows = shape("epyc-nps2-64")
+    assert rows[:3] == [
+        ("socket #0", "", "0-63", "0-2"),
+        ("NUMA node #0", "socket #0", "0-15,32-47", "0,2"),
+        ("NUMA node #0/L3 cache #0", "NUMA node #0", "0-3,32-35", "0,2"),
+    ]
+    by_name = {name: mems for name, _, _, mems in rows}
+    assert by_name["NUMA node #1"] == "1-2" and by_name["NUMA node #1/L3 cache #7"] == "1-2"
+    assert len(rows) == 1 + 2 + 8
+
+
+def test_a_kernel_without_numa_gives_every_pool_the_one_node() -> None:
+    assert shape("nonuma-2s-16") == [
+        ("root", "", "0-15", "0"),
+        ("socket #0", "root", "0-7", "0"),
+        ("socket #1", "root", "8-15", "0"),
+    ]
+
+
 def test_single_socket_single_node_is_one_pool() -> None:
     tree = build_pool_tree(catalogue("hybrid-desktop"), catalogue("hybrid-desktop").online)
     assert [(p.name, p.kind) for p in tree.pools] == [("socket #0", PoolKind.SOCKET)]

@@ -5,7 +5,8 @@ Levels, top down: a virtual ``root`` (only with more than one socket), ``socket 
 add nothing: a die that is the only one of its package or that equals a cluster, a NUMA node that
 is the only child of its parent (or has no memory), an L3 level unless a pool holds more than one
 L3 cache. A parent holds the union of its children's CPUs and memory. CPU-less memory nodes
-(PMEM, HBM, CXL) belong to the pools of their closest CPU node; CPU-less DRAM nodes to the top.
+(PMEM, HBM, CXL) belong to the pools of their closest CPU node (of each, when several are
+equally close); CPU-less DRAM nodes to the top.
 """
 
 from __future__ import annotations
@@ -198,11 +199,15 @@ class _Builder:
             if node.memory_type is MemoryType.DRAM:
                 extra_top.append(node.id)
                 continue
-            closest = m.closest_cpu_node(node.id)
-            if not (cpu_nodes[closest].cpus & self.available):
+            # equally close to several CPU nodes: it joins each of their pools (the reference)
+            closest = [
+                n for n in m.closest_cpu_node_set(node.id) if cpu_nodes[n].cpus & self.available
+            ]
+            if not closest:
                 extra_top.append(node.id)
                 continue
-            attached.setdefault(closest, []).append(node.id)
+            for cpu_node in closest:
+                attached.setdefault(cpu_node, []).append(node.id)
         for pool in self.pools:
             ids: list[int] = []
             for node in cpu_nodes.values():
