@@ -13,9 +13,9 @@ Configs (``--configs``):
 - ``helm``: the reference Helm chart's default (``reservedResources: {cpu: 750m}``): every
   container but kube-system's in the one ``default`` balloon, which inflates and deflates with
   the requests (each time its CPUs change, every container in it gets an update);
-- ``typed``: a balloon per Guaranteed pod (``preferNewBalloons``, sharing the idle CPUs of its
-  NUMA node), Burstable containers in balloons of at most 8 CPUs grouped by namespace, the rest
-  in ``default``.
+- ``typed``: Guaranteed containers in balloons of at most 4 CPUs (sharing the idle CPUs of
+  their NUMA node), Burstable ones in balloons of at most 8 CPUs per namespace, the rest in
+  ``default``: many balloons, each inflating and deflating with fewer members.
 
     .venv/bin/python bench/bench_balloons.py                       # both machines, 0/100/500
     .venv/bin/python bench/bench_balloons.py --machines server-112-pmem --running 500 \\
@@ -59,7 +59,7 @@ from nrirp.adapters.fakehw import expected_machine, load_machine
 from nrirp.adapters.memory import InMemoryStateStore, RecordingDecisionLog, RecordingRuntimeUpdates
 from nrirp.adapters.storage import FileStateStore
 from nrirp.domain.model import ContainerState
-from nrirp.domain.pipeline import ResourceManager
+from nrirp.domain.pipeline import OperationFailedError, ResourceManager
 from nrirp.domain.policies import builtin_registry
 from nrirp.domain.ports.state_store import StateStore
 from nrirp.domain.topology import Machine
@@ -76,7 +76,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
                 "matchExpressions": [
                     {"key": "qosclass", "operator": "Equals", "values": ["Guaranteed"]}
                 ],
-                "preferNewBalloons": True,
+                "maxCPUs": 4,
                 "shareIdleCPUsInSame": "numa",
             },
             {
@@ -172,7 +172,12 @@ def run_cycles(
             p = make_pod(i, "new", s)
             c = make_container(p, s, capacity, ContainerState.CREATING)
             timed("run-pod", manager.run_pod, p)
-            audited("create", c.id, manager.create_container, p, c)
+            try:
+                audited("create", c.id, manager.create_container, p, c)
+            except OperationFailedError as exc:  # no room: counted, the pod goes away
+                errors.append(str(exc))
+                manager.remove_pod(p)
+                continue
             by_kind[s.kind].append(timings["create"][-1])
             timed("post-create", manager.post_create, p, c)
             timed("start", manager.start_container, p, c)
