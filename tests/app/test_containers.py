@@ -186,6 +186,19 @@ def test_policy_modules_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert make_policy_registry([]).names() == ["balloons", "none", "template", "topology-aware"]
 
 
+def test_policy_modules_by_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    example = Path(__file__).parents[2] / "examples" / "policies" / "exclusive_cpus.py"
+    monkeypatch.setenv(POLICY_MODULES_ENV, str(example))
+    assert "exclusive-cpus" in make_policy_registry()  # the daemon's variable takes files too
+    assert "exclusive-cpus" in make_policy_registry([str(example)])  # imported once
+    with pytest.raises(PolicyModuleError, match="no such file"):
+        make_policy_registry([str(tmp_path / "missing.py")])
+    empty = tmp_path / "empty.py"
+    empty.write_text("")
+    with pytest.raises(PolicyModuleError, match=f"'{empty}' has no register_policies"):
+        make_policy_registry([str(empty)])
+
+
 def test_bad_policy_modules_are_named() -> None:
     with pytest.raises(PolicyModuleError, match=r"cannot import policy module 'no\.such\.module'"):
         make_policy_registry(["no.such.module"])
