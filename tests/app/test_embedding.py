@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import subprocess
 import sys
@@ -283,6 +284,20 @@ def test_refusal_reconfiguration_and_updates_failed() -> None:
     engine.updates_failed(updates.updates, "runtime said no")
     notices = [n.message for n in log.notices]
     assert "updates failed for c-log: runtime said no" in notices
+
+
+def test_a_refusal_is_one_log_line_and_the_callers_exception(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    engine, _ = exclusive_engine()  # decisions and notices go to the nrirp.decisions logger
+    huge = manifest({"name": "big", "resources": {"limits": {"cpu": "20", "memory": "1Gi"}}})
+    with caplog.at_level(logging.DEBUG), pytest.raises(OperationFailedError) as info:
+        lifecycle(engine, huge)
+    assert not info.value.internal and "cannot give big 20 exclusive CPUs" in info.value.reason
+    about = [r for r in caplog.records if "cannot give big" in r.getMessage()]
+    assert [(r.levelno, r.name) for r in about] == [(logging.ERROR, "nrirp.decisions")]
+    assert about[0].getMessage().startswith("create-container container prod/web/big failed: ")
+    assert all(r.exc_info is None for r in caplog.records) and "Traceback" not in caplog.text
 
 
 def test_restart_restores_state_and_synchronize_reconciles() -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from nrirp.adapters.fakehw import load_machine, resolve, write_sysfs
 from nrirp.adapters.nri.gen import api_pb2
+from nrirp.adapters.nri.transport import TtrpcError
 from tests.adapters.nri.stub.runtime_peer import RuntimePeer, RuntimeServer
 from tests.support.aio import arun
 
@@ -249,5 +250,41 @@ def test_serves_persists_reloads_and_restarts(tmp_path: Path, sysfs: Path) -> No
             again.kill()
         final = json.loads((tmp_path / "state" / "cache").read_text())
         assert [c["id"] for c in final["containers"]] == []  # the empty third sync: all gone
+
+    with_runtime(tmp_path, body)
+
+
+def test_an_ordinary_refusal_is_one_line_without_a_traceback(tmp_path: Path, sysfs: Path) -> None:
+    refuse = "refuse.annotation-pin.nrirp.test"
+    p = pod("big", **{f"{refuse}/container.app": "true"})
+
+    async def body(server: RuntimeServer) -> None:
+        daemon = Daemon(tmp_path, sysfs, policy="annotation-pin")
+        try:
+            peer = await server.next_peer(timeout=20)
+            await peer.handshake(runtime_version="v1.7.24", nri_version="")
+            await daemon.wait_for("registered with containerd")
+            await peer.call(
+                "RunPodSandbox", api_pb2.RunPodSandboxRequest(pod=p), api_pb2.RunPodSandboxResponse
+            )
+            with pytest.raises(TtrpcError) as err:
+                await create(peer, p, ctr("app", pod_name="big"))
+            assert err.value.message == (
+                "create-container container prod/big/app: container app refused by annotation"
+            )
+            await daemon.wait_for("refused: create-container")
+            daemon.proc.send_signal(signal.SIGTERM)
+            assert await daemon.wait_exit() == 0
+        finally:
+            daemon.kill()
+        about = [r for r in daemon.records() if "refused by annotation" in r["msg"]]
+        # the pipeline's notice and the transport's line, each one line
+        assert [(r["level"], r["msg"]) for r in about] == [
+            ("error", "create-container container prod/big/app failed: "
+             "container app refused by annotation"),
+            ("info", "conn 1: nri.pkg.api.v1alpha1.Plugin/CreateContainer refused: "
+             "create-container container prod/big/app: container app refused by annotation"),
+        ]  # fmt: skip
+        assert "Traceback" not in daemon.text() and not any("exception" in r for r in about)
 
     with_runtime(tmp_path, body)

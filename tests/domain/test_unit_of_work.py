@@ -136,7 +136,7 @@ def test_an_exception_rolls_back_drops_the_records_and_reports_the_failure() -> 
         raise PolicyError("no room")
     assert rig.state() == before
     assert (str(info.value), info.value.reason) == ("stop-pod pod x: no room", "no room")
-    assert isinstance(info.value.__cause__, PolicyError)
+    assert isinstance(info.value.__cause__, PolicyError) and not info.value.internal
     assert rig.log.notices == [Notice("stop-pod", "stop-pod pod x failed: no room", Severity.ERROR)]
     assert rig.metrics.operations == [("stop-pod", 0.5, False)]
     assert rig.events == ["notice stop-pod"]  # no decisions, no save, nothing sent
@@ -152,7 +152,7 @@ def test_an_unexpected_exception_is_reported_by_its_type() -> None:
     rig = Rig()
     with pytest.raises(OperationFailedError) as info, rig.work.begin("run-pod", "pod p"):
         raise KeyError("x")
-    assert info.value.reason == "internal error: KeyError: 'x'"
+    assert info.value.reason == "internal error: KeyError: 'x'" and info.value.internal
     assert failure_reason(ValueError("plain words")) == "plain words"
     assert failure_reason(RuntimeError()) == "RuntimeError"
 

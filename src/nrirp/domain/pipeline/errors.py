@@ -23,11 +23,16 @@ class OperationFailedError(PipelineError):
     """The policy (or a controller) failed an operation; the cache is as it was before.
 
     ``reason`` is the policy's own message; ``str()`` gives the full sentence that adapters
-    return to the runtime (e.g. to fail a container creation).
+    return to the runtime (e.g. to fail a container creation). ``internal`` tells a bug (an
+    unexpected exception, the cause, worth a traceback) from an ordinary refusal (a container
+    that does not fit: one line with the reason is the whole story).
     """
 
-    def __init__(self, operation: str, subject: str, reason: str) -> None:
+    def __init__(
+        self, operation: str, subject: str, reason: str, *, internal: bool = False
+    ) -> None:
         super().__init__(f"{operation} {subject}: {reason}")
         self.operation = operation
         self.subject = subject
         self.reason = reason
+        self.internal = internal

@@ -196,7 +196,7 @@ class ResourceManager:
             except OperationFailedError as failed:
                 self._reallocate_survivors = False
                 raise OperationFailedError(
-                    "start", f"policy {self._policy.name}", failed.reason
+                    "start", f"policy {self._policy.name}", failed.reason, internal=failed.internal
                 ) from failed.__cause__
             self._drain_events()
             return saved.outcome

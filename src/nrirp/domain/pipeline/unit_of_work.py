@@ -35,9 +35,17 @@ _EXPECTED = (PolicyError, PipelineError, CacheError, ContainerChangeError, Value
 def failure_reason(exc: BaseException) -> str:
     """The policy's own message for expected failures; the exception type for bugs."""
     text = str(exc)
-    if text and isinstance(exc, _EXPECTED):
+    if not is_internal(exc):
         return text
     return f"internal error: {type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def is_internal(exc: BaseException) -> bool:
+    """Whether ``exc`` is a bug rather than an expected failure with a message for the
+    operator."""
+    if isinstance(exc, OperationFailedError):
+        return exc.internal
+    return not (str(exc) and isinstance(exc, _EXPECTED))
 
 
 class UnitOfWork:
@@ -153,7 +161,7 @@ class UnitOfWork:
             self._metrics.observe_operation(
                 operation, self._clock.monotonic() - self._started_at, False
             )
-        raise OperationFailedError(operation, subject, reason) from exc
+        raise OperationFailedError(operation, subject, reason, internal=is_internal(exc)) from exc
 
     def __enter__(self) -> UnitOfWork:
         self._opened()

@@ -29,8 +29,9 @@ PIN = "pin.test.nrirp"
 
 
 class PinPolicy(TemplatePolicy):
-    """Pins by pod annotation ``pin.test.nrirp/container.NAME``; refuses ``refuse``; when a
-    container is released, widens container ``a`` to CPUs 0-7."""
+    """Pins by pod annotation ``pin.test.nrirp/container.NAME``; refuses ``refuse``; fails
+    with a bug on ``crash``; when a container is released, widens container ``a`` to CPUs
+    0-7."""
 
     name: ClassVar[str] = "template"
     failed: ClassVar[list[tuple[str, ...]]] = []
@@ -40,6 +41,8 @@ class PinPolicy(TemplatePolicy):
         reader = self._ctx.annotations(container)
         if reader.get_bool("refuse.test.nrirp"):
             raise PolicyError(f"no CPUs left for {container.name}")
+        if reader.get_bool("crash.test.nrirp"):
+            raise KeyError(f"bug placing {container.name}")
         cpus = reader.get_cpuset(PIN)
         if cpus is not None:
             self._ctx.cache.set_cpus(container.id, cpus)
@@ -192,6 +195,45 @@ def test_refused_create_fails_with_reason_and_leaves_cache() -> None:
         assert [x.name for x in rig.manager.pods()] == ["web"]
 
     with_plugin(body)
+
+
+def test_an_ordinary_refusal_is_one_log_line_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    p = pod(**{"refuse.test.nrirp/container.b": "true"})
+
+    async def body(rig: Rig) -> None:
+        await event(rig.peer, "RunPodSandbox", p)
+        with pytest.raises(TtrpcError) as err:
+            await create(rig.peer, p, ctr("b"))
+        assert err.value.message == "create-container container prod/web/b: no CPUs left for b"
+
+    with caplog.at_level(logging.DEBUG):
+        with_plugin(body)
+    about = [r for r in caplog.records if "no CPUs left" in r.getMessage()]
+    assert [r.getMessage() for r in about] == [
+        "conn 1: nri.pkg.api.v1alpha1.Plugin/CreateContainer refused: "
+        "create-container container prod/web/b: no CPUs left for b"
+    ]
+    assert all(r.exc_info is None for r in caplog.records)
+    assert "Traceback" not in caplog.text
+
+
+def test_an_internal_error_is_logged_with_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    p = pod(**{"crash.test.nrirp/container.b": "true"})
+
+    async def body(rig: Rig) -> None:
+        await event(rig.peer, "RunPodSandbox", p)
+        with pytest.raises(TtrpcError) as err:
+            await create(rig.peer, p, ctr("b"))
+        assert "internal error: KeyError" in err.value.message
+        assert rig.manager.containers() == []
+
+    with caplog.at_level(logging.DEBUG):
+        with_plugin(body)
+    (failed,) = [r for r in caplog.records if r.exc_info is not None]
+    assert failed.getMessage().endswith("Plugin/CreateContainer failed")
+    assert "KeyError: 'bug placing b'" in caplog.text and "Traceback" in caplog.text
 
 
 def test_state_change_delivery_of_older_runtimes() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -14,6 +15,7 @@ from nrirp.adapters.nri.transport import (
     CallContext,
     Endpoint,
     OversizedMessage,
+    RequestRefused,
     Session,
     StatusCode,
     TtrpcError,
@@ -100,6 +102,40 @@ def test_concurrent_calls_get_their_own_replies_when_answered_out_of_order() -> 
         await close_all(server, client)
 
     arun(scenario)
+
+
+def test_a_refusal_is_answered_with_its_reason_and_logged_as_one_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> None:
+        async def refuse(_payload: bytes, _ctx: CallContext) -> bytes:
+            raise RequestRefused("pod does not fit")
+
+        async def refuse_precondition(_payload: bytes, _ctx: CallContext) -> bytes:
+            raise RequestRefused("not yet", StatusCode.FAILED_PRECONDITION)
+
+        def serve(session: Session) -> None:
+            session.open(1).serve(SERVICE, {"Refuse": refuse, "Later": refuse_precondition})
+
+        server, client = await session_pair(serve, opens(1))
+        for method, code, message in (
+            ("Refuse", StatusCode.UNKNOWN, "pod does not fit"),
+            ("Later", StatusCode.FAILED_PRECONDITION, "not yet"),
+        ):
+            with pytest.raises(TtrpcError) as info:
+                await client.endpoints[1].call(SERVICE, method, b"x")
+            assert (info.value.code, info.value.message) == (code, message)
+        await close_all(server, client)
+
+    with caplog.at_level(logging.DEBUG, logger="nrirp.nri.transport"):
+        arun(scenario)
+    lines = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert [r.getMessage() for r in lines] == [
+        f"conn 1: {SERVICE}/Refuse refused: pod does not fit",
+        f"conn 1: {SERVICE}/Later refused: not yet",
+    ]
+    assert all(r.levelno == logging.INFO and r.exc_info is None for r in lines)
+    assert "Traceback" not in caplog.text
 
 
 def test_status_codes_for_unknown_service_and_method_and_handler_errors() -> None:

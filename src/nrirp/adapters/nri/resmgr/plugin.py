@@ -8,15 +8,18 @@ PostCreate/PostStart/PostUpdateContainer, which move containers through their li
 and let host-side settings be applied once the container's process exists.
 
 Failures: a refused CreateContainer or UpdateContainer raises, so the runtime fails that
-operation with the manager's reason (``create-container container ns/pod/ctr: <reason>``).
-Failures of events that only report facts (post-events, stop, remove) are logged and not
-returned: the runtime could do nothing with them.
+operation with the manager's reason (``create-container container ns/pod/ctr: <reason>``): an
+ordinary refusal (the policy's own reason, a request that cannot be translated) as
+:class:`~nrirp.adapters.nri.stub.RequestRefused`, logged as one line; an internal error as it
+is, so that its traceback is logged. Failures of events that only report facts (post-events,
+stop, remove) are logged and not returned: the runtime could do nothing with them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from nrirp.adapters.nri.gen import api_pb2
@@ -29,10 +32,10 @@ from nrirp.adapters.nri.resmgr.translate import (
     updates_to_pb,
 )
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
-from nrirp.adapters.nri.stub import Plugin
+from nrirp.adapters.nri.stub import Plugin, RequestRefused
 from nrirp.domain.model import Container, Pod
 from nrirp.domain.pipeline import ResourceManager
-from nrirp.domain.pipeline.errors import PipelineError
+from nrirp.domain.pipeline.errors import OperationFailedError, PipelineError
 
 log = logging.getLogger("nrirp.resmgr")
 
@@ -96,14 +99,15 @@ class ResourceManagerPlugin(Plugin):
     async def create_container(
         self, pod: api_pb2.PodSandbox, container: api_pb2.Container
     ) -> tuple[api_pb2.ContainerAdjustment, list[api_pb2.ContainerUpdate]]:
-        domain_pod, domain_ctr = pod_from_pb(pod), container_from_pb(container)
-        result = self.manager.create_container(domain_pod, domain_ctr)
+        with _refusals("create-container"):
+            domain_pod, domain_ctr = pod_from_pb(pod), container_from_pb(container)
+            result = self.manager.create_container(domain_pod, domain_ctr)
         try:
             return adjustment_to_pb(result.adjustment), updates_to_pb(list(result.updates))
         except TranslationError as exc:
             # the decision cannot be expressed to the runtime: undo it, fail the creation
             self._quietly(lambda: self.manager.remove_container(domain_pod, domain_ctr))
-            raise TranslationError(
+            raise RequestRefused(
                 f"create-container {domain_pod.namespace}/{domain_pod.name}/{domain_ctr.name}: "
                 f"cannot express the decision to the runtime: {exc}"
             ) from None
@@ -127,9 +131,10 @@ class ResourceManagerPlugin(Plugin):
         container: api_pb2.Container,
         resources: api_pb2.LinuxResources,
     ) -> list[api_pb2.ContainerUpdate]:
-        updates = self.manager.update_container(
-            pod_from_pb(pod), container_from_pb(container), resources_from_pb(resources)
-        )
+        with _refusals("update-container"):
+            updates = self.manager.update_container(
+                pod_from_pb(pod), container_from_pb(container), resources_from_pb(resources)
+            )
         return updates_to_pb(updates)
 
     async def post_update_container(
@@ -175,6 +180,20 @@ class ResourceManagerPlugin(Plugin):
             call()
         except PipelineError as exc:
             log.error("undoing a creation failed: %s", exc)
+
+
+@contextlib.contextmanager
+def _refusals(operation: str) -> Iterator[None]:
+    """Ordinary failures of a request as :class:`RequestRefused` (one log line, the reason to
+    the runtime); internal errors pass unchanged (the transport logs their traceback)."""
+    try:
+        yield
+    except OperationFailedError as exc:
+        if exc.internal:
+            raise
+        raise RequestRefused(str(exc)) from None
+    except TranslationError as exc:
+        raise RequestRefused(f"{operation}: invalid request: {exc}") from None
 
 
 def _translated(messages: Sequence[M], translate: Callable[[M], T], what: str) -> list[T]:

@@ -14,7 +14,8 @@ The Python counterpart of the Go ``pkg/stub``. Subclass :class:`Plugin`, overrid
   trimmed to what the runtime's NRI level accepts (see :mod:`nrirp.adapters.nri.versions`).
 - Both the dedicated per-event RPCs (NRI >= 0.12) and ``StateChange`` are served; sync chunks are
   merged; missing handlers answer empty responses; ``validate_container_adjustment`` errors
-  become rejections.
+  become rejections; a handler raising :class:`RequestRefused` fails the request with its
+  message, logged as one line (other exceptions are logged with their traceback).
 - :meth:`Stub.update_containers` (outside handlers) and :meth:`Stub.schedule_update_containers`
   (anywhere; after the reply when inside a handler) can never deadlock the runtime.
 - External plugins reconnect as soon as the runtime's socket is back (:class:`Redialer`), with
@@ -41,6 +42,7 @@ from nrirp.adapters.nri.stub.stub import (
     CloseHook,
     Stub,
 )
+from nrirp.adapters.nri.transport import RequestRefused
 
 __all__ = [
     "DEFAULT_REGISTRATION_TIMEOUT",
@@ -56,6 +58,7 @@ __all__ = [
     "Redial",
     "Redialer",
     "RegistrationError",
+    "RequestRefused",
     "Stub",
     "StubError",
     "UpdateFromHandlerError",

@@ -15,7 +15,9 @@ Public API:
 - :class:`Endpoint` -- ``serve(service, {method: handler})`` and
   ``await call(service, method, payload, timeout=..., metadata=...) -> bytes``.
 - :data:`Handler` -- ``async (payload: bytes, ctx: CallContext) -> bytes``; raise
-  :class:`TtrpcError` for a specific status; other exceptions become UNKNOWN with their message.
+  :class:`TtrpcError` for a specific status, :class:`RequestRefused` for an ordinary refusal
+  (logged as one line); other exceptions become UNKNOWN with their message and are logged with
+  their traceback.
 - :class:`Listener` -- ``await Listener.start(path, setup)``; ``setup(session)`` runs before the
   session reads anything.
 - Errors: :class:`TtrpcError` (``code``: :class:`StatusCode`, ``message``),
@@ -30,6 +32,7 @@ from nrirp.adapters.nri.transport.errors import (
     ConnectionClosed,
     OversizedMessage,
     ProtocolError,
+    RequestRefused,
     StatusCode,
     TtrpcError,
 )
@@ -53,6 +56,7 @@ __all__ = [
     "Listener",
     "OversizedMessage",
     "ProtocolError",
+    "RequestRefused",
     "Session",
     "StatusCode",
     "TtrpcError",

@@ -52,6 +52,16 @@ class TtrpcError(Exception):
         return f"{name}: {self.message}"
 
 
+class RequestRefused(TtrpcError):
+    """Raised by a server handler that declines a request for a reason the caller should read
+    (e.g. a container that does not fit): answered with the status (UNKNOWN by default) and
+    ``message``, and logged as one line. Any other exception from a handler is logged with its
+    traceback: that is for unexpected errors."""
+
+    def __init__(self, message: str, code: StatusCode | int = StatusCode.UNKNOWN) -> None:
+        super().__init__(code, message)
+
+
 class OversizedMessage(TtrpcError):
     """A message exceeds the 4 MiB ttRPC limit; it was refused before anything was written."""
 

@@ -22,6 +22,7 @@ from nrirp.adapters.nri.transport.envelope import (
 from nrirp.adapters.nri.transport.errors import (
     ConnectionClosed,
     OversizedMessage,
+    RequestRefused,
     StatusCode,
     TtrpcError,
 )
@@ -293,6 +294,15 @@ class Endpoint:
             if not isinstance(reply, bytes | bytearray | memoryview):
                 raise TypeError(f"handler returned {type(reply).__name__}, not bytes")
             parts = encode_response(reply)
+        except RequestRefused as exc:
+            log.info(
+                "conn %d: %s/%s refused: %s",
+                self.conn_id,
+                context.service,
+                context.method,
+                exc.message,
+            )
+            parts = [encode_error_response(exc.code, exc.message)]
         except TtrpcError as exc:
             parts = [encode_error_response(exc.code, exc.message)]
         except asyncio.CancelledError:
