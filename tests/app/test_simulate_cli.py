@@ -224,6 +224,61 @@ def test_config_file_and_sysfs_root(capsys: pytest.CaptureFixture[str], tmp_path
     assert ctr["cpus"] == str(online - CPUSet.of(0))
 
 
+DEVICE_WORKLOAD = """
+- createPod:
+    name: trainer
+    containers:
+      - name: app
+        resources: {requests: {cpu: 4, memory: 8Gi}, limits: {cpu: 4, memory: 8Gi}}
+        devices: [{path: /dev/dri/card0, type: c, major: 226, minor: 0}]
+- createPod:
+    name: reader
+    containers:
+      - name: app
+        resources: {requests: {cpu: 2, memory: 1Gi}, limits: {cpu: 2, memory: 1Gi}}
+        mounts: [{source: /sys/devices/pci0000:5e/0000:5e:00.0, destination: /nvme}]
+"""
+
+
+def test_a_sysfs_tree_gives_the_same_device_hints_as_its_machine_spec(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # server-4s-144: a GPU (226:0) on node 2, an NVMe drive (PCI 0000:5e:00.0) on node 1
+    workload = tmp_path / "w.yaml"
+    workload.write_text(DEVICE_WORKLOAD)
+    tree = tmp_path / "sys"
+    assert main(["hardware", "--machine", "server-4s-144", "--write-sysfs", str(tree)]) == 0
+    capsys.readouterr()
+    placements = []
+    for source in (["--machine", "server-4s-144"], ["--sysfs-root", str(tree)]):
+        doc = document(capsys, *source, "--policy", "topology-aware", "--workload", str(workload))
+        placements.append(
+            [(c["pod"], c["cpus"], c["mems"]) for c in doc["steps"][-1]["containers"]]
+        )
+    assert placements[0] == placements[1]
+    (trainer, reader) = placements[0]
+    assert trainer[2] == "2" and reader[2] == "1"  # with the devices, not on node 0
+
+
+def test_an_ordinary_refusal_logs_one_line_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    workload = tmp_path / "w.yaml"
+    workload.write_text(
+        "- createPod: {name: huge, containers: [{name: c, resources: {limits: {cpu: 40, "
+        "memory: 1Gi}}}]}\n  expectError: no pool has 40 exclusive CPUs\n"
+    )
+    code, out, err = run(
+        capsys,
+        *("--machine", "box-16", "--policy", "topology-aware", "--workload", str(workload)),
+        *("--log-level", "debug"),
+    )
+    assert code == EXIT_OK and "no pool has 40 exclusive CPUs" in out
+    about = [line for line in err.splitlines() if "no pool has 40" in line]
+    assert len(about) == 1 and "CreateContainer refused: create-container" in about[0]
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [

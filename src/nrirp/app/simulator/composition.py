@@ -40,12 +40,13 @@ def simulator_topology_hints(
     hardware: HardwareDiscovery, sysfs_root: str | None
 ) -> TopologyHintSource:
     """Hints for the simulator: the devices of its machine spec (``FakeHardwareDiscovery``),
-    else the sysfs tree it reads (device numbers only: mount sources are not host paths
-    there), else none."""
+    else the sysfs tree it reads (``SysfsDiscovery``'s root, or ``sysfs_root``; device
+    numbers only: mount sources are not host paths there), else none."""
     if isinstance(hardware, FakeHardwareDiscovery):
         return FakeTopologyHints.from_layout(hardware.layout)
-    if sysfs_root:
-        return SysfsTopologyHints(sysfs_root, resolve_host_paths=False)
+    root = hardware.root if isinstance(hardware, SysfsDiscovery) else sysfs_root
+    if root:
+        return SysfsTopologyHints(root, resolve_host_paths=False)
     return FakeTopologyHints()
 
 
