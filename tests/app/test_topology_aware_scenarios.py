@@ -447,25 +447,30 @@ def test_memory_types_pmem(capsys: pytest.CaptureFixture[str]) -> None:
         assert cpus is not None and mems is not None, key
         return cpus, mems
 
+    def nearest_pmem(cpus: str) -> int:
+        """The PMEM node nearest to the NUMA node of ``cpus`` (4 for nodes 0-1, 5 for 2-3)."""
+        node = m.node_of(CPUSet.parse(cpus).min())
+        return min(m.nodes_of_type(MemoryType.PMEM), key=lambda n: (m.distance(node, n), n))
+
+    # a zone covers every requested type: a pool without PMEM of its own offers the nearest
     cpus, mems = placed("default/pm/app")
-    assert mems in ("4", "5") and pool_memory_ok(m, cpus, mems, pmem)
-    assert CPUSet.parse(cpus) <= m.node_cpus(m.closest_cpu_node(int(mems)))  # the PMEM's pool
+    assert mems == str(nearest_pmem(cpus)) and pool_memory_ok(m, cpus, mems, pmem)
     cpus, mems = placed("default/dr/app")
     assert CPUSet.parse(mems) <= m.cpu_nodes and pool_memory_ok(m, cpus, mems, dram)
     for key in ("default/mix/app", "default/dflt/app"):
         cpus, mems = placed(key)
         assert pool_memory_ok(m, cpus, mems, DEFAULT_TYPES), key
-    # mixed names both types: a pool with DRAM and PMEM, never the tighter DRAM-only offer
-    mixed = CPUSet.parse(placed("default/mix/app")[1])
-    assert mixed & m.nodes_of_type(MemoryType.PMEM) and mixed & m.nodes_of_type(MemoryType.DRAM)
+        # both types: the node of the CPUs and the PMEM nearest to it
+        node = m.node_of(CPUSet.parse(cpus).min())
+        assert CPUSet.parse(mems) == CPUSet.of(node, nearest_pmem(cpus)), key
     cpus, mems = placed("default/gpm/app")
-    assert len(CPUSet.parse(cpus)) == 1 and mems in ("4", "5")
+    assert len(CPUSet.parse(cpus)) == 1 and mems == str(nearest_pmem(cpus))
     # cold start: PMEM only at first, the pool's DRAM added when the second is over
     cpus, cold = placed("default/cold/app", 6)
-    assert cold in ("4", "5")
+    assert cold == str(nearest_pmem(cpus))
     cpus_after, warm = placed("default/cold/app", 7)
     assert cpus_after == cpus
-    node = m.closest_cpu_node(int(cold))
+    node = m.node_of(CPUSet.parse(cpus).min())
     assert CPUSet.parse(warm) == CPUSet.of(node, int(cold))
     # an hour-long cold start ended by the cold-start-done event for that container
     assert placed("default/cold2/app", 8)[1] == cold

@@ -140,9 +140,19 @@ def attached(m: Machine, dram: CPUSet) -> CPUSet:
 
 
 def memory_of(m: Machine, unit: Unit, types: frozenset[MemoryType]) -> CPUSet:
-    """The memory nodes a pool over ``unit`` gives a container with memory ``types``."""
+    """The memory nodes a pool over ``unit`` gives a container with memory ``types``: its
+    own nodes of those types and, for a type it has none of, the nearest nodes of that type
+    (a zone covers every requested type, as the reference's memory allocator makes it)."""
     nodes = unit.nodes | attached(m, unit.nodes)
-    return CPUSet.from_ids(n for n in nodes if m.memory_type(n) in types)
+    own = CPUSet.from_ids(n for n in nodes if m.memory_type(n) in types)
+    near, out = own or nodes, own
+    for memory_type in types:
+        typed = [n for n in m.nodes if m.memory_type(n) is memory_type and m.memory_bytes(n)]
+        if not typed or any(m.memory_type(n) is memory_type for n in own):
+            continue
+        far = {n: min(m.distance(z, n) for z in near) for n in typed}
+        out = out | CPUSet.from_ids(n for n, d in far.items() if d == min(far.values()))
+    return out
 
 
 @functools.cache
@@ -1049,4 +1059,5 @@ def test_the_oracle_units_are_sound() -> None:
     hbm = machine("hbm-cxl")
     node1 = next(u for u in units("hbm-cxl") if u.name == "node 1")
     assert memory_of(hbm, node1, frozenset({MemoryType.HBM})) == CPUSet.of(5)
-    assert memory_of(hbm, node1, frozenset({MemoryType.DRAM, MemoryType.PMEM})) == CPUSet.of(1)
+    # node 1 has no PMEM (CXL) of its own: the nearest, 8 (at 22), covers the type
+    assert memory_of(hbm, node1, frozenset({MemoryType.DRAM, MemoryType.PMEM})) == CPUSet.of(1, 8)

@@ -113,22 +113,27 @@ def test_memory_type_pmem_and_default_types() -> None:
     assert rig.tags(both)["topology-aware.memory-types"] == "dram,pmem"
 
 
-def test_memory_type_mixed_goes_to_a_pool_with_both_types() -> None:
-    """An explicit type list wants every named type: on server-112-pmem only NUMA nodes #0
-    and #2 have PMEM attached, so ``mixed`` never lands in #1 or #3 (whose single DRAM node
-    would be the tighter offer), even when those are emptier."""
+def test_every_pool_offers_every_requested_type() -> None:
+    """As the reference's memory allocator does, a zone covers every requested type: on
+    server-112-pmem only NUMA nodes #0 and #2 have PMEM attached, and a container of #1 or #3
+    gets its DRAM node and the PMEM node nearest to it. So ``mixed`` (and the default types,
+    DRAM and PMEM) spread over every node, each with one DRAM and one PMEM node."""
     rig = make_rig("server-112-pmem")
-    pmem = CPUSet.parse("4-5")
-    for i in range(4):
-        _, ctr, _ = rig.run(
-            f"mx{i}", "Guaranteed", cpu=200, memory=GiB, annotations=anno("memory-type", "mixed")
-        )
-        mems = rig.mems(ctr)
-        assert len(mems & pmem) == 1 and len(mems - pmem) == 1, f"mx{i}: {mems}"
-    # without the annotation the tighter DRAM-only pools are fine
-    fresh = make_rig("server-112-pmem")
-    _, plain, _ = fresh.run("plain", "Guaranteed", cpu=200, memory=GiB)
-    assert len(fresh.mems(plain)) == 1 and not fresh.mems(plain) & pmem
+    nodes = set()
+    for i, types in enumerate(("mixed", "mixed", None, None, "dram", "pmem")):
+        annotations = anno("memory-type", types) if types else None
+        _, ctr, _ = rig.run(f"c{i}", "Guaranteed", cpu=200, memory=GiB, annotations=annotations)
+        node = int(rig.pool(ctr).removeprefix("NUMA node #"))
+        nodes.add(node)
+        # PMEM node 4 is at distance 17 from node 0 and 18 from node 1; 5 likewise for 2, 3
+        expected = {
+            "mixed": CPUSet.of(node, 4 if node < 2 else 5),
+            None: CPUSet.of(node, 4 if node < 2 else 5),
+            "dram": CPUSet.of(node),
+            "pmem": CPUSet.of(4 if node < 2 else 5),
+        }[types]
+        assert rig.mems(ctr) == expected, f"c{i} ({types}) in node {node}: {rig.mems(ctr)}"
+    assert nodes == {0, 1, 2, 3}  # the offers tie: colocation spreads them
 
 
 def test_hbm_only_when_asked_for() -> None:
@@ -165,14 +170,15 @@ def test_cold_start_limits_memory_to_pmem_until_done() -> None:
         annotations=anno("cold-start", "duration: 30s"),
     )
     pool = rig.alloc.tree.by_name(rig.pool(ctr))
-    assert pool is not None and pool.name == "NUMA node #2"  # a pool with PMEM
-    assert pool.mems == CPUSet.parse("2,5")
-    assert rig.mems(ctr) == CPUSet.of(5)  # PMEM only
+    # every pool offers PMEM (#1 the nearest PMEM node, 4); #0 has less room (reserved CPU)
+    assert pool is not None and pool.name == "NUMA node #1"
+    assert pool.mems == CPUSet.parse("1")
+    assert rig.mems(ctr) == CPUSet.of(4)  # PMEM only
     rig.timers.advance(29)
-    assert rig.mems(ctr) == CPUSet.of(5)
+    assert rig.mems(ctr) == CPUSet.of(4)
     rig.timers.advance(1)  # the timer injects cold-start-done
-    assert rig.mems(ctr) == CPUSet.parse("2,5")
-    assert rig.updates.updates[-1].resources.mems == CPUSet.parse("2,5")
+    assert rig.mems(ctr) == CPUSet.parse("1,4")
+    assert rig.updates.updates[-1].resources.mems == CPUSet.parse("1,4")
 
 
 def test_cold_start_done_event_injected_by_hand() -> None:
@@ -180,9 +186,9 @@ def test_cold_start_done_event_injected_by_hand() -> None:
     _, ctr, _ = rig.run(
         "c", "Guaranteed", cpu=1000, memory=GiB, annotations=anno("cold-start", "10s")
     )
-    assert rig.mems(ctr) == CPUSet.of(5)
+    assert rig.mems(ctr) == CPUSet.of(4)
     rig.manager.inject_event(PolicyEvent(COLD_START_DONE, "test", "default/c/c"))
-    assert rig.mems(ctr) == CPUSet.parse("2,5")
+    assert rig.mems(ctr) == CPUSet.parse("1,4")
     assert rig.policy.export_state() is None
 
 
@@ -194,10 +200,10 @@ def test_cold_start_survives_a_restart() -> None:
     data = rig.policy.export_state()
     assert data == {"cold_start": {ctr.id: rig.clock.now() + 60}}
     again = make_rig("server-112-pmem", store=rig.store, clock=rig.clock)
-    assert again.mems(ctr) == CPUSet.of(5)
+    assert again.mems(ctr) == CPUSet.of(4)
     assert again.policy.export_state() == data
     again.timers.advance(60)
-    assert again.mems(ctr) == CPUSet.parse("2,5")
+    assert again.mems(ctr) == CPUSet.parse("1,4")
     assert again.policy.export_state() is None  # the ended cold start is no longer saved
 
 

@@ -32,11 +32,12 @@ class PoolMemory:
     capacity: int
     typed_capacity: int
     has_types: bool
-    """The pool has memory of one of the types."""
+    """The nodes have memory of one of the types."""
     has_all_types: bool
-    """The pool has memory of every one of the types."""
+    """The nodes have memory of every one of the types (the machine has)."""
     bound: int
-    """The pool whose ``pool_touch`` counter bounds the usage of zones meeting ``nodes``."""
+    """The pool whose ``pool_touch`` counter bounds the usage of zones meeting ``nodes``: the
+    nearest of the pool and its ancestors whose memory holds them."""
 
 
 def accounted_size(request: Request) -> int:
@@ -62,6 +63,7 @@ class MemoryView:
         """Bytes of grants whose memory zone meets each pool's memory, by pool id."""
         self._typed_nodes: dict[frozenset[MemoryType], CPUSet] = {}
         self._capacity: dict[tuple[int, frozenset[MemoryType]], int] = {}
+        self._pool_nodes: dict[tuple[int, frozenset[MemoryType]], CPUSet] = {}
         self._roomy: dict[tuple[frozenset[MemoryType], int], list[Pool]] = {}
         self._facts: dict[frozenset[MemoryType], list[PoolMemory]] = {}
         self._zone_pools: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
@@ -82,9 +84,34 @@ class MemoryView:
         return nodes
 
     def pool_nodes(self, pool: Pool, types: frozenset[MemoryType]) -> CPUSet:
-        """The pool's memory nodes of ``types`` (the whole machine's when it has none)."""
-        typed = self.typed_nodes(types)
-        return (pool.mems & typed) or (self.tree.top.mems & typed)
+        """The nodes a request of ``types`` gets in ``pool``: the pool's own nodes of those
+        types, and for each type it has none of, the nodes of that type nearest to the pool
+        (as the reference's memory allocator makes a zone cover every requested type)."""
+        key = (pool.id, types)
+        nodes = self._pool_nodes.get(key)
+        if nodes is None:
+            nodes = self._covering(pool, types)
+            self._pool_nodes[key] = nodes
+        return nodes
+
+    def _covering(self, pool: Pool, types: frozenset[MemoryType]) -> CPUSet:
+        managed = self.tree.top.mems
+        nodes = pool.mems & self.typed_nodes(types)
+        near = nodes or pool.mems
+        distance = self.machine.distance
+        for memory_type in MemoryType:
+            if memory_type not in types:
+                continue
+            typed = managed & self.typed_nodes(frozenset({memory_type}))
+            if not typed or nodes & typed:
+                continue
+            if not near:
+                nodes = nodes | typed
+                continue
+            far = {n: min(distance(z, n) for z in near) for n in typed}
+            closest = min(far.values())
+            nodes = nodes | CPUSet.from_ids(n for n, d in far.items() if d == closest)
+        return nodes or (managed & self.typed_nodes(types))
 
     def pool_capacity(self, pool: Pool, types: frozenset[MemoryType]) -> int:
         """Bytes of the pool's own memory of ``types``."""
@@ -113,17 +140,18 @@ class MemoryView:
             facts = []
             for pool in self.tree.pools:
                 nodes = self.pool_nodes(pool, types)
-                has_types = bool(pool.mems & self.typed_nodes(types))
-                has_all_types = all(pool.mems & self.typed_nodes(frozenset({t})) for t in types)
+                bound = next(
+                    (p for p in (pool, *pool.ancestors) if nodes.issubset(p.mems)), self.tree.top
+                )
                 facts.append(
                     PoolMemory(
                         nodes=nodes,
                         count=len(nodes),
                         capacity=self.memory.capacity(nodes),
                         typed_capacity=self.pool_capacity(pool, types),
-                        has_types=has_types,
-                        has_all_types=has_all_types,
-                        bound=pool.id if has_types else self.tree.top.id,
+                        has_types=bool(nodes & self.typed_nodes(types)),
+                        has_all_types=all(nodes & self.typed_nodes(frozenset({t})) for t in types),
+                        bound=bound.id,
                     )
                 )
             self._facts[types] = facts
@@ -166,11 +194,11 @@ class MemoryView:
                 except MemoryAllocationError:
                     fit = (False, 1 << 30, False)
             known[key] = fit
-        # a fast-path fit stays true while the usage meeting the pool's memory stays within
-        # what the test allowed (when the nodes are the pool's own)
-        stable = fit[2] and facts.bound == pool.id
+        # a fast-path fit stays true while the usage meeting the nodes (counted by the bound
+        # pool, whose memory holds them) stays within what the test allowed
+        stable = fit[2]
         room = facts.capacity - size if stable else None
-        return MemoryFit(fit[0], fit[1], has_types, covers, stable, room)
+        return MemoryFit(fit[0], fit[1], has_types, covers, stable, room, facts.bound)
 
     def request_for(
         self, request: Request, pool: Pool, types: frozenset[MemoryType], size: int

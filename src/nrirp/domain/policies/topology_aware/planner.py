@@ -98,9 +98,9 @@ class Planner:
                 )
             pools = roomy
         if request.memory.cold_start > 0 and MemoryType.PMEM in types:
-            # a cold start begins on PMEM: pools that have some
+            # a cold start begins on PMEM: pools that offer some
             pmem = memory.typed_nodes(PMEM)
-            pools = [p for p in pools if p.mems & pmem] or pools
+            pools = [p for p in pools if memory.pool_nodes(p, types) & pmem] or pools
         if request.cpu.kind is CPUKind.RESERVED:
             # reserved containers run on reserved CPUs: only pools that have some
             pools = [p for p in pools if self.supply.reserved[p.id]] or pools

@@ -95,7 +95,8 @@ class ScoreCache:
             ):
                 score = entry[3]
                 room = score.memory_room
-                if room is None or touch[pid] <= room:
+                bound = score.memory_bound
+                if room is None or touch[pid if bound is None else bound] <= room:
                     out.append(score)
                     if score.viable and (best is None or score.key < best):
                         best = score.key

@@ -53,7 +53,10 @@ class MemoryFit(NamedTuple):
     """Depends only on the pool's own memory usage (``pool_touch``), not on the rest of the
     machine."""
     room: int | None = None
-    """With ``stable``: the pool's usage up to which the fit holds (``None``: any)."""
+    """With ``stable``: the usage (``pool_touch`` of ``bound``) up to which the fit holds
+    (``None``: any)."""
+    bound: int | None = None
+    """The pool whose ``pool_touch`` ``room`` is about (the scored pool or an ancestor)."""
 
 
 class Score(NamedTuple):
@@ -67,6 +70,8 @@ class Score(NamedTuple):
     capacity and its memory usage up to ``memory_room`` (no affinity, hints or machine-wide
     memory offer went into it)."""
     memory_room: int | None = None
+    memory_bound: int | None = None
+    """The pool whose memory usage ``memory_room`` is about (``None``: the scored pool)."""
 
 
 def affinity_score(pool: Pool, weighted: Sequence[tuple[Pool, int]]) -> float:
@@ -198,7 +203,8 @@ class PoolScorer:
             *kind_key,
             pid,
         )
-        return Score(key, pool, viable, use_isolated, fit.stable and not self.weighted, fit.room)
+        stable = fit.stable and not self.weighted
+        return Score(key, pool, viable, use_isolated, stable, fit.room, fit.bound)
 
     def bound(self, pool: Pool, *, covers: bool, nodes: int, has_types: bool) -> tuple[float, ...]:
         """A key no score of ``pool`` for this request can be below, from what does not
