@@ -75,6 +75,7 @@ from nrirp.domain.ports.clock import Clock, StoppedClock
 from nrirp.domain.ports.decisions import DecisionLog, Notice, NullDecisionLog, Severity
 from nrirp.domain.ports.documents import AnnotationParser
 from nrirp.domain.ports.host_control import HostControl
+from nrirp.domain.ports.kubernetes import Kubernetes
 from nrirp.domain.ports.metrics import Metrics
 from nrirp.domain.ports.runtime_updates import RuntimeUpdates
 from nrirp.domain.ports.state_store import StateStore
@@ -109,8 +110,10 @@ class ResourceManager:
         hints: TopologyHintSource | None = None,
         timers: Timers | None = None,
         annotation_parser: AnnotationParser | None = None,
+        kubernetes: Kubernetes | None = None,
     ) -> None:
         self._policy = policy
+        self._kubernetes = kubernetes
         self._machine = machine
         self._updates = updates
         self._clock: Clock = clock or StoppedClock()  # the compositions pass the real one
@@ -141,7 +144,7 @@ class ResourceManager:
             clock=self._clock,
             log=self._log,
             metrics=metrics,
-            save=self._persistence.save,
+            save=self._persistence.save if kubernetes is None else self._save_and_signal,
             submit=self._submit,
             annotation_problems=lambda: self._ctx.take_annotation_problems(),
         )
@@ -593,6 +596,14 @@ class ResourceManager:
     def _save(self) -> None:
         """Save now, as a commit does (for tests that edit the cache behind the policy)."""
         self._persistence.save()
+
+    def _save_and_signal(self) -> None:
+        """A commit's save, then tell the node agent when something changed (it reads the
+        zones later, off the request path)."""
+        changed = self.cache.dirty
+        self._persistence.save()
+        if changed and self._kubernetes is not None:
+            self._kubernetes.topology_changed()
 
     def _notify(self, message: str, severity: Severity, container_id: str | None) -> None:
         self._log.notice(Notice("policy", message, severity, container_id))
