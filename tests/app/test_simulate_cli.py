@@ -138,8 +138,11 @@ def test_json_document_schema(capsys: pytest.CaptureFixture[str]) -> None:
         "pods",
         "containers",
         "balloons",
+        "pools",
+        "checks",
     ]
-    assert step["balloons"] == []  # the policy has no balloons
+    assert step["balloons"] == [] and step["pools"] == []  # the policy has neither
+    assert step["checks"] == []  # the step has no expect checks
     assert (step["number"], step["kind"], step["ok"]) == (2, "createPod", True)
     assert step["description"] == "create pod shop/db (Guaranteed; container postgres)"
     assert step["decisions"][0] == {
@@ -174,6 +177,9 @@ def test_json_document_schema(capsys: pytest.CaptureFixture[str]) -> None:
         "change": "new",
         "decided": {"cpus": "0-3", "mems": "0"},
         "matches_decision": True,
+        "pool": None,
+        "scheduling": None,
+        "io_priority": None,
     }
     assert len(postgres["id"]) == 64
     refused = doc["steps"][3]
@@ -200,6 +206,25 @@ def test_unexpected_failures_exit_1(capsys: pytest.CaptureFixture[str], tmp_path
 
 
 SMALL = "- createPod: {name: p, containers: [{name: c}]}\n"
+
+
+def test_a_check_that_does_not_hold_exits_1_with_the_difference(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    workload = tmp_path / "w.yaml"
+    workload.write_text(
+        SMALL
+        + "  expect:\n    - {container: p/c, cpus: 0-3}\n    - {container: p/c, state: running}\n"
+    )
+    argv = ["--machine", "box-16", "--policy", "template", "--workload", str(workload)]
+    code, out, _ = run(capsys, *argv)
+    assert code == EXIT_STEPS
+    assert "  EXPECT FAILED: 1 of 2 checks\n" in out
+    assert "    [1] container default/p/c cpus: not restricted (all), expected 0-3\n" in out
+    assert out.rstrip().endswith("1 steps: 0 failed; 1 not as expected (step 1)")
+    workload.write_text(SMALL + "  expect: [{container: p/c, state: running}]\n")
+    code, out, _ = run(capsys, *argv)
+    assert code == EXIT_OK and "  expect: 1 check held\n" in out
 
 
 def test_config_file_and_sysfs_root(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

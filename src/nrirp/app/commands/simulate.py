@@ -30,7 +30,8 @@ EXIT_START = 4
 EXIT_INTERNAL = 5
 EXIT_CODES = {
     EXIT_OK: "every step went as expected",
-    EXIT_STEPS: "the replay ran, but some steps failed unexpectedly (see the output)",
+    EXIT_STEPS: "the replay ran, but some steps did not go as expected: one failed "
+    "unexpectedly or an expect check did not hold (see the output)",
     EXIT_INPUT: "bad command line, unknown policy, policy module, workload or config file",
     EXIT_HARDWARE: "hardware discovery failed or the machine is unknown",
     EXIT_START: "the policy refused to start with its configuration",

@@ -13,6 +13,7 @@ from nrirp.app.simulator.results import (
     Change,
     ContainerView,
     PodView,
+    PoolView,
     ReplayResult,
     StepResult,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "Change",
     "ContainerView",
     "PodView",
+    "PoolView",
     "ReplayResult",
     "SettlingRuntimeUpdates",
     "SimulatorAdapters",

@@ -9,6 +9,7 @@ from nrirp.app.simulator.workload import (
     CreatePod,
     DeletePod,
     Event,
+    ExitContainer,
     Reconfigure,
     RestartContainer,
     Step,
@@ -37,8 +38,11 @@ def describe_step(step: Step) -> str:
     if isinstance(action, CreatePod):
         spec = action.pod_spec()
         names = ", ".join(c.name for c in action.containers)
+        init = ", ".join(c.name for c in action.init_containers)
+        plural = "s" if len(action.init_containers) != 1 else ""
+        init_text = f"init container{plural} {init}; " if init else ""
         return (
-            f"create pod {action.namespace}/{action.name} ({spec.qos.value}; "
+            f"create pod {action.namespace}/{action.name} ({spec.qos.value}; {init_text}"
             f"container{'s' if len(action.containers) != 1 else ''} {names})"
         )
     if isinstance(action, DeletePod):
@@ -50,6 +54,8 @@ def describe_step(step: Step) -> str:
         )
     if isinstance(action, RestartContainer):
         return f"restart container {action.namespace}/{action.pod}/{action.container}"
+    if isinstance(action, ExitContainer):
+        return f"container {action.namespace}/{action.pod}/{action.container} exits (no restart)"
     if isinstance(action, Reconfigure):
         return f"reconfigure from {action.file}" if action.file else "reconfigure (inline config)"
     if isinstance(action, Event):

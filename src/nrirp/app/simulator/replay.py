@@ -10,8 +10,9 @@ it records the state. A step that fails is recorded with its errors and the repl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -21,11 +22,19 @@ from nrirp.adapters.memory import RecordingDecisionLog
 from nrirp.adapters.system import ConfigFileError, read_config_file
 from nrirp.app.simulator.composition import SimulatorContainer
 from nrirp.app.simulator.describe import describe_step
+from nrirp.app.simulator.expect import (
+    CheckedContainer,
+    CheckedPool,
+    StepState,
+    check_step,
+)
+from nrirp.app.simulator.policy_view import adjusted_settings, holders, pool_views
 from nrirp.app.simulator.results import (
     BalloonView,
     Change,
     ContainerView,
     PodView,
+    PoolView,
     ReplayResult,
     StepResult,
 )
@@ -35,6 +44,7 @@ from nrirp.app.simulator.workload import (
     CreatePod,
     DeletePod,
     Event,
+    ExitContainer,
     Reconfigure,
     RestartContainer,
     Step,
@@ -44,6 +54,7 @@ from nrirp.app.simulator.workload import (
 from nrirp.domain.config import ConfigError, PolicySpecs
 from nrirp.domain.config.duration import Duration
 from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.model import HostChange
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.policy import PolicyEvent
 from nrirp.domain.ports.decisions import Severity
@@ -79,16 +90,19 @@ class Replayer:
         workload: Workload,
         store: Any = None,
         specs: PolicySpecs | None = None,
+        host_control: Any = None,
     ) -> None:
         self.simulation = simulation
         self.store = store
         self.specs = specs
+        self.host_settings: Mapping[str, HostChange] = getattr(host_control, "settings", {})
         self.runtime: SimRuntime = simulation.runtime
         self.manager = manager
         self.updates = updates
         self.log = decisions if isinstance(decisions, RecordingDecisionLog) else None
         self.workload = workload
         self._previous: dict[str, ContainerView] = {}
+        self._refusals: dict[str, str] = {}
 
     async def run(self) -> list[StepResult]:
         """Replay every step in order."""
@@ -100,6 +114,7 @@ class Replayer:
         decisions_before = len(self.log.decisions) if self.log else 0
         notices_before = len(self.log.notices) if self.log else 0
         errors: list[str] = []
+        self._refusals = {}
         try:
             await self._perform(step, errors)
         except StepFailed as failure:
@@ -115,7 +130,11 @@ class Replayer:
             errors += [
                 n.message for n in notices if n.source == source and n.severity is Severity.ERROR
             ]
-        pods, containers = self._state()
+        description = self.manager.describe()
+        balloons = balloon_views(description)
+        pools = pool_views(description)
+        pods, containers = self._state(pools, balloons)
+        checks = check_step(step.expect, self._check_state(containers, pools, balloons))
         return StepResult(
             number=step.number,
             kind=step.kind,
@@ -126,9 +145,11 @@ class Replayer:
             notices=notices,
             pods=pods,
             containers=containers,
-            expected_error=step.expect_error,
+            expected_error=step.expected_error,
             unmet_expectation=step.unmet_expectation(errors),
-            balloons=balloon_views(self.manager.describe()),
+            balloons=balloons,
+            pools=pools,
+            checks=checks,
         )
 
     # ------------------------------------------------------------------ actions
@@ -141,9 +162,13 @@ class Replayer:
             await self.runtime.delete_pod(pod)
         elif isinstance(action, UpdateContainer):
             ctr = self.runtime.find_container(action.namespace, action.pod, action.container)
-            await self.runtime.update_container(ctr, action.resources.resources)
+            label = f"{action.namespace}/{action.pod}/{action.container}"
+            with self._refusal(label):
+                await self.runtime.update_container(ctr, action.resources.resources)
         elif isinstance(action, RestartContainer):
             await self._restart(action)
+        elif isinstance(action, ExitContainer):
+            await self._exit(action)
         elif isinstance(action, Reconfigure):
             self._reconfigure(action)
         elif isinstance(action, Event):
@@ -162,13 +187,44 @@ class Replayer:
             ):
                 raise StepFailed(f"pod {action.namespace}/{action.name} already exists")
         pod = await self.runtime.run_pod_sandbox(action.pod_spec())
+        prefix = f"{action.namespace}/{action.name}/"
+        # init containers run to completion one after another; one that fails stops the pod
+        for ctr in action.init_containers:
+            try:
+                with self._refusal(prefix + ctr.name):
+                    created = await self.runtime.create_container(pod, ctr.name)
+                await self.runtime.start_container(created)
+                await self.runtime.stop_container(created)  # it ran to completion
+            except SimRuntimeError as exc:
+                errors.append(f"init container {ctr.name}: {exc}")
+                errors.append("the pod's containers were not started")
+                return
         # like kubelet's SyncPod: a container that fails does not stop the others
         for ctr in action.containers:
             try:
-                created = await self.runtime.create_container(pod, ctr.name)
+                with self._refusal(prefix + ctr.name):
+                    created = await self.runtime.create_container(pod, ctr.name)
                 await self.runtime.start_container(created)
             except SimRuntimeError as exc:
                 errors.append(f"container {ctr.name}: {exc}")
+
+    @contextlib.contextmanager
+    def _refusal(self, label: str) -> Iterator[None]:
+        """Note a refused creation or update of the container ``namespace/pod/name``."""
+        try:
+            yield
+        except SimRuntimeError as exc:
+            self._refusals[label] = str(exc)
+            raise
+
+    async def _exit(self, action: ExitContainer) -> None:
+        ctr = self.runtime.find_container(action.namespace, action.pod, action.container)
+        if ctr.state is not ContainerState.RUNNING:
+            raise StepFailed(
+                f"container {action.namespace}/{action.pod}/{action.container} is not running "
+                f"(state {ctr.state.name.lower()})"
+            )
+        await self.runtime.stop_container(ctr)
 
     async def _restart(self, action: RestartContainer) -> None:
         old = self.runtime.find_container(action.namespace, action.pod, action.container)
@@ -180,7 +236,9 @@ class Replayer:
         await self.runtime.stop_container(old)
         try:
             # the spec as it is now: an in-place resize changed the pod's resources too
-            created = await self.runtime.create_container(old.pod_id, old.spec)
+            label = f"{action.namespace}/{action.pod}/{action.container}"
+            with self._refusal(label):
+                created = await self.runtime.create_container(old.pod_id, old.spec)
             await self.runtime.start_container(created)
         finally:
             # kubelet garbage-collects the dead instance; the simulator does it at once
@@ -225,15 +283,24 @@ class Replayer:
         except StateStoreError as exc:
             errors.append(f"state not saved: {exc}")
 
-    def _state(self) -> tuple[tuple[PodView, ...], tuple[ContainerView, ...]]:
+    def _state(
+        self, pools: tuple[PoolView, ...], balloons: tuple[BalloonView, ...]
+    ) -> tuple[tuple[PodView, ...], tuple[ContainerView, ...]]:
         pods = self.runtime.pods()
         by_id = {p.id: p for p in pods}
         decided = {c.id: c for c in self.manager.containers()}
+        held_by_id, held_by_label = holders(pools, balloons)
         views: list[ContainerView] = []
         current: dict[str, ContainerView] = {}
         for status in self.runtime.containers():
             pod = by_id[status.pod_id]
             view = _container_view(status, pod.namespace, pod.name, pod.qos.value, decided)
+            scheduling, io_priority = adjusted_settings(status, self.host_settings.get(status.id))
+            label = f"{pod.namespace}/{pod.name}/{status.name}"
+            held = held_by_id.get(status.id)
+            if held is None and status.state is not ContainerState.STOPPED:
+                held = held_by_label.get(label)
+            view = attrs.evolve(view, pool=held, scheduling=scheduling, io_priority=io_priority)
             previous = self._previous.get(view.id)
             if previous is None:
                 change = Change.NEW
@@ -258,6 +325,53 @@ class Replayer:
             for p in pods
         )
         return pod_views, tuple(views)
+
+    def _check_state(
+        self,
+        containers: tuple[ContainerView, ...],
+        pools: tuple[PoolView, ...],
+        balloons: tuple[BalloonView, ...],
+    ) -> StepState:
+        """What the step's ``expect`` checks look at."""
+        checked = {
+            f"{c.namespace}/{c.pod}/{c.name}": CheckedContainer(c.cpus, c.mems, c.state, c.pool)
+            for c in containers  # in creation order: the latest instance of a name wins
+        }
+        return StepState(
+            containers=checked,
+            pools={
+                p.name: CheckedPool(
+                    cpus=CPUSet.parse(p.cpus),
+                    mems=CPUSet.parse(p.mems),
+                    shared=CPUSet.parse(p.shared),
+                    reserved=CPUSet.parse(p.reserved),
+                    isolated=CPUSet.parse(p.isolated),
+                    containers=frozenset(p.containers),
+                )
+                for p in pools
+            },
+            balloons={
+                b.name: CheckedPool(
+                    cpus=CPUSet.parse(b.cpus),
+                    mems=CPUSet.parse(b.mems),
+                    shared=None,
+                    reserved=None,
+                    isolated=None,
+                    containers=frozenset(b.containers),
+                )
+                for b in _all_balloons(balloons)
+            },
+            refusals=dict(self._refusals),
+        )
+
+
+def _all_balloons(balloons: tuple[BalloonView, ...]) -> list[BalloonView]:
+    """Balloons and the components of composite ones."""
+    out: list[BalloonView] = []
+    for balloon in balloons:
+        out.append(balloon)
+        out += _all_balloons(balloon.components)
+    return out
 
 
 def _container_view(
@@ -327,6 +441,7 @@ async def replay(container: SimulatorContainer, workload: Workload) -> list[Step
             workload,
             adapters.state_store(),
             core.policy_registry(),
+            adapters.host_control(),
         )
         return await replayer.run()
 

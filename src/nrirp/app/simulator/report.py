@@ -10,14 +10,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from nrirp.app.commands.common.hardware_report import human_size
+from nrirp.app.simulator.expect import CheckResult
 from nrirp.app.simulator.results import (
     BalloonView,
     Change,
     ContainerView,
+    PoolView,
     ReplayResult,
     StepResult,
 )
 from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.model import IOPriority, Scheduling
 from nrirp.domain.ports.decisions import Decision, Notice
 
 FORMAT = "nrirp.simulate/v1"
@@ -78,7 +81,46 @@ def _container(c: ContainerView) -> dict[str, Any]:
             else None
         ),
         "matches_decision": c.matches_decision,
+        "pool": c.pool,
+        "scheduling": _scheduling(c.scheduling),
+        "io_priority": _io_priority(c.io_priority),
     }
+
+
+def _scheduling(s: Scheduling | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {
+        "policy": s.policy.value,
+        "nice": s.nice,
+        "priority": s.priority,
+        "flags": list(s.flags),
+        "runtime": s.runtime,
+        "deadline": s.deadline,
+        "period": s.period,
+    }
+
+
+def _io_priority(p: IOPriority | None) -> dict[str, Any] | None:
+    return None if p is None else {"class": p.io_class.value, "priority": p.priority}
+
+
+def _pool(p: PoolView) -> dict[str, Any]:
+    return {
+        "name": p.name,
+        "kind": p.kind,
+        "parent": p.parent,
+        "cpus": p.cpus,
+        "shared": p.shared,
+        "reserved": p.reserved,
+        "isolated": p.isolated,
+        "mems": p.mems,
+        "containers": list(p.containers),
+    }
+
+
+def _check(c: CheckResult) -> dict[str, Any]:
+    return {"number": c.number, "subject": c.subject, "ok": c.ok, "problems": list(c.problems)}
 
 
 def _balloon(b: BalloonView) -> dict[str, Any]:
@@ -123,6 +165,8 @@ def step_document(step: StepResult) -> dict[str, Any]:
         ],
         "containers": [_container(c) for c in step.containers],
         "balloons": [_balloon(b) for b in step.balloons],
+        "pools": [_pool(p) for p in step.pools],
+        "checks": [_check(c) for c in step.checks],
     }
 
 
@@ -246,12 +290,26 @@ def step_lines(step: StepResult) -> list[str]:
         lines += [f"{indent}  {error}" for error in step.errors]
     if step.unmet_expectation:
         lines.append(f"{indent}UNEXPECTED: {step.unmet_expectation}")
+    lines += _check_lines(step.checks, indent)
     lines += [indent + _decision_line(d) for d in step.decisions]
     lines += [f"{indent}notice ({n.severity.value}, {n.source}): {n.message}" for n in step.notices]
     lines += [indent + line for line in _mismatch_lines(step.containers)]
     lines += _table(step.containers, indent)
     if step.balloons:
         lines += _balloon_table(step.balloons, indent + "  ")
+    return lines
+
+
+def _check_lines(checks: Sequence[CheckResult], indent: str) -> list[str]:
+    """``expect: 3 checks held`` or a line per failed check and difference."""
+    if not checks:
+        return []
+    failed = [c for c in checks if not c.ok]
+    if not failed:
+        return [f"{indent}expect: {len(checks)} check{'s' if len(checks) != 1 else ''} held"]
+    lines = [f"{indent}EXPECT FAILED: {len(failed)} of {len(checks)} checks"]
+    for check in failed:
+        lines += [f"{indent}  [{check.number}] {check.subject} {p}" for p in check.problems]
     return lines
 
 

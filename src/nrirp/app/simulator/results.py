@@ -6,7 +6,9 @@ import enum
 
 import attrs
 
+from nrirp.app.simulator.expect import CheckResult
 from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.model import IOPriority, Scheduling
 from nrirp.domain.ports.decisions import Decision, Notice
 
 
@@ -53,6 +55,12 @@ class ContainerView:
     decided_cpus: CPUSet | None = None
     decided_mems: CPUSet | None = None
     known_to_policy: bool = True
+    pool: str | None = None
+    """The pool or balloon of the policy holding the container's allocation, if any."""
+    scheduling: Scheduling | None = None
+    """Its scheduling settings as adjusted (at creation, or on the host since)."""
+    io_priority: IOPriority | None = None
+    """Its I/O priority as adjusted (at creation, or on the host since)."""
 
     @property
     def matches_decision(self) -> bool:
@@ -90,6 +98,25 @@ class BalloonView:
 
 
 @attrs.frozen
+class PoolView:
+    """A pool of a policy that has pools (topology-aware) after a step, from its description:
+    its CPUs, the shared, reserved and free isolated ones among them, its memory nodes and the
+    containers whose allocation it holds."""
+
+    name: str
+    kind: str
+    parent: str | None
+    cpus: str
+    shared: str
+    reserved: str
+    isolated: str
+    mems: str
+    containers: tuple[str, ...]
+    """``namespace/pod/container`` of the allocations it holds, sorted."""
+    container_ids: tuple[str, ...] = attrs.field(default=(), eq=False)
+
+
+@attrs.frozen
 class StepResult:
     """One replayed step: what it did, whether it succeeded (``errors`` say why not), the
     decisions and notices the resource manager recorded meanwhile, and the state after it."""
@@ -108,6 +135,10 @@ class StepResult:
     """Why the outcome differs from what the step expected (``expectError``), or ``None``."""
     balloons: tuple[BalloonView, ...] = ()
     """The policy's balloons after the step (policies that have balloons)."""
+    pools: tuple[PoolView, ...] = ()
+    """The policy's pools after the step (policies that have pools)."""
+    checks: tuple[CheckResult, ...] = ()
+    """The verdicts of the step's ``expect`` checks."""
 
     @property
     def ok(self) -> bool:
@@ -115,9 +146,13 @@ class StepResult:
         return not self.errors
 
     @property
+    def failed_checks(self) -> tuple[CheckResult, ...]:
+        return tuple(c for c in self.checks if not c.ok)
+
+    @property
     def as_expected(self) -> bool:
-        """Succeeded, or failed as ``expectError`` said it would."""
-        if self.unmet_expectation is not None:
+        """Succeeded, or failed as ``expectError`` said it would, and every check held."""
+        if self.unmet_expectation is not None or self.failed_checks:
             return False
         return self.ok or self.expected_error is not None
 

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from nrirp.adapters.documents import WORKLOAD, UnreadableDocument, load_document
+from nrirp.app.simulator.expect import Expectation
 from nrirp.domain.config.converter import structure
 from nrirp.domain.config.duration import Duration
 from nrirp.domain.config.errors import (
@@ -228,7 +229,8 @@ class ContainerDoc:
 
 @attrs.frozen(kw_only=True)
 class CreatePod:
-    """``createPod``: RunPodSandbox, then CreateContainer and StartContainer per container."""
+    """``createPod``: RunPodSandbox; each init container created, started and run to
+    completion (stopped) in turn; then CreateContainer and StartContainer per container."""
 
     name: str
     namespace: str = DEFAULT_NAMESPACE
@@ -236,6 +238,7 @@ class CreatePod:
     labels: Mapping[str, str] = attrs.field(factory=dict)
     annotations: Mapping[str, str] = attrs.field(factory=dict)
     runtime_handler: str = ""
+    init_containers: tuple[ContainerDoc, ...] = ()
     containers: tuple[ContainerDoc, ...] = ()
 
     def config_problems(self) -> Iterator[Issue]:
@@ -246,28 +249,34 @@ class CreatePod:
         if not self.containers:
             yield ("containers",), "a pod needs at least one container"
         seen: set[str] = set()
-        for index, ctr in enumerate(self.containers):
-            if ctr.name in seen:
-                yield ("containers", index, "name"), f"duplicate container name {quote(ctr.name)}"
-            seen.add(ctr.name)
-            for key in ctr.annotations:
-                pod_key = key + CONTAINER_ANNOTATION + ctr.name
-                if pod_key in self.annotations:
-                    yield (
-                        ("containers", index, "annotations", key),
-                        f"the pod's annotations already have {quote(pod_key)}",
-                    )
+        for field, ctrs in (
+            ("initContainers", self.init_containers),
+            ("containers", self.containers),
+        ):
+            for index, ctr in enumerate(ctrs):
+                if ctr.name in seen:
+                    yield (field, index, "name"), f"duplicate container name {quote(ctr.name)}"
+                seen.add(ctr.name)
+                for key in ctr.annotations:
+                    pod_key = key + CONTAINER_ANNOTATION + ctr.name
+                    if pod_key in self.annotations:
+                        yield (
+                            (field, index, "annotations", key),
+                            f"the pod's annotations already have {quote(pod_key)}",
+                        )
 
     def pod_spec(self) -> PodSpec:
-        """The pod as kubelet describes it to the runtime."""
+        """The pod as kubelet describes it to the runtime: its init containers first (they
+        count for the QoS class too, as in kubelet)."""
         annotations = dict(self.annotations)
-        for ctr in self.containers:
+        every = (*self.init_containers, *self.containers)
+        for ctr in every:
             for key, value in ctr.annotations.items():
                 annotations[key + CONTAINER_ANNOTATION + ctr.name] = value
         return PodSpec(
             self.name,
             namespace=self.namespace,
-            containers=[c.spec() for c in self.containers],
+            containers=[c.spec() for c in every],
             uid=self.uid,
             labels=self.labels,
             annotations=annotations,
@@ -304,6 +313,17 @@ class RestartContainer:
 
 
 @attrs.frozen(kw_only=True)
+class ExitContainer:
+    """``exitContainer``: a running container exits and is not restarted (restart policy
+    ``Never``/``OnFailure`` after success): the runtime reports it stopped, the dead
+    container stays until its pod is deleted."""
+
+    pod: str
+    namespace: str = DEFAULT_NAMESPACE
+    container: str
+
+
+@attrs.frozen(kw_only=True)
 class Reconfigure:
     """``reconfigure``: a new policy configuration, inline or from a file."""
 
@@ -332,13 +352,23 @@ class Event:
             yield ("kind",), "must not be empty"
 
 
-Action = CreatePod | DeletePod | UpdateContainer | RestartContainer | Reconfigure | Event | Duration
+Action = (
+    CreatePod
+    | DeletePod
+    | UpdateContainer
+    | RestartContainer
+    | ExitContainer
+    | Reconfigure
+    | Event
+    | Duration
+)
 
 _ACTION_KEYS = (
     "createPod",
     "deletePod",
     "updateContainer",
     "restartContainer",
+    "exitContainer",
     "reconfigure",
     "event",
     "sleep",
@@ -353,12 +383,15 @@ class StepDoc:
     delete_pod: DeletePod | None = None
     update_container: UpdateContainer | None = None
     restart_container: RestartContainer | None = None
+    exit_container: ExitContainer | None = None
     reconfigure: Reconfigure | None = None
     event: Event | None = None
     sleep: Duration | None = None
     note: str = ""
     expect_error: Any = None
     """``true`` (the step must fail) or text the step's errors must contain."""
+    expect: tuple[Expectation, ...] = ()
+    """Checks of the state after the step (and of its refusals)."""
 
     def actions(self) -> list[tuple[str, Action]]:
         found = [
@@ -389,6 +422,7 @@ _ACTION_ATTRS = (
     "delete_pod",
     "update_container",
     "restart_container",
+    "exit_container",
     "reconfigure",
     "event",
     "sleep",
@@ -411,15 +445,25 @@ class Step:
     action: Action
     note: str = ""
     expect_error: str | bool | None = None
-    """``True``: the step must fail; text: its errors must contain it; ``None``: must succeed."""
+    """``True``: the step must fail; text: its errors must contain it; ``None``: must succeed
+    (unless ``expect`` has a ``refused`` check: the step then must fail, as with ``True``)."""
+    expect: tuple[Expectation, ...] = ()
+    """The checks of the state after the step."""
+
+    @property
+    def expected_error(self) -> str | bool | None:
+        """``expect_error``, or ``True`` when a check expects a refusal."""
+        if self.expect_error is None and any(c.refused is not None for c in self.expect):
+            return True
+        return self.expect_error
 
     def unmet_expectation(self, errors: Sequence[str]) -> str | None:
         """Why the outcome (``errors``) is not what the step expects, or ``None``."""
-        if self.expect_error is None:
+        expected = self.expected_error
+        if expected is None:
             return None
         if not errors:
             return "the step was expected to fail"
-        expected = self.expect_error
         if expected is True or (isinstance(expected, str) and expected in "\n".join(errors)):
             return None
         return f"the step was expected to fail with {quote(expected)}"
@@ -470,7 +514,7 @@ def parse_workload(
     steps = []
     for number, step in enumerate(doc.steps, start=1):
         ((kind, action),) = step.actions()
-        steps.append(Step(number, kind, action, step.note, step.expect_error))
+        steps.append(Step(number, kind, action, step.note, step.expect_error, step.expect))
     return Workload(tuple(steps), doc.description, name, base_dir)
 
 
