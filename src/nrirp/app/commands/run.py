@@ -27,6 +27,7 @@ from nrirp.app.commands.common.parsing import (
 if TYPE_CHECKING:
     from nrirp.adapters.storage import FileStateStore
     from nrirp.app.daemon import DaemonContainer
+    from nrirp.app.daemon.reload import ConfigReloader
 
 HELP = "run the resource-manager daemon (an NRI plugin applying a policy)"
 
@@ -161,7 +162,9 @@ def _run(args: argparse.Namespace) -> int:
         log.error("%s", exc)
         return EXIT_CONFIG
     except ConfigError as exc:
-        _log_config_error(f"configuration {args.config_file} is invalid", exc)
+        from nrirp.app.daemon.reload import log_config_error
+
+        log_config_error(f"configuration {args.config_file} is invalid", exc)
         return EXIT_CONFIG
     try:
         machine = core.machine()
@@ -235,13 +238,6 @@ def _cut(text: str) -> str:
     return text if len(text) <= _PROBLEM_CHARS else text[:_PROBLEM_CHARS] + "..."
 
 
-def _log_config_error(headline: str, exc: Exception) -> None:
-    from nrirp.domain.config import ConfigError
-
-    problems = exc.shown_problems() if isinstance(exc, ConfigError) else [str(exc)]
-    log.error("%s: %s", headline, "; ".join(problems), extra={"fields": {"errors": problems}})
-
-
 class Daemon:
     """The serving phase: NRI plugin service, signals, config reloading, final flush."""
 
@@ -250,12 +246,12 @@ class Daemon:
         self.args = args
         self.manager = container.core.container.resource_manager()
         self.service = container.service()
-        self.watcher: Any = None
+        self.reloader: ConfigReloader | None = None
         self.stop_signal: str | None = None
 
     async def serve(self) -> int:
         from nrirp.adapters.nri.stub import RegistrationError
-        from nrirp.adapters.system import ConfigFileWatcher
+        from nrirp.app.daemon.reload import ConfigReloader
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -263,9 +259,14 @@ class Daemon:
         loop.add_signal_handler(signal.SIGHUP, self.reload, "SIGHUP")
         poller: asyncio.Task[None] | None = None
         if self.args.config_file:
-            self.watcher = ConfigFileWatcher(self.args.config_file)
+            self.reloader = ConfigReloader(
+                self.manager,
+                self.args.policy,
+                self.args.config_file,
+                self.container.core.container.policy_registry(),
+            )
             if self.args.config_poll_interval > 0:
-                poller = asyncio.create_task(self._poll(self.args.config_poll_interval))
+                poller = asyncio.create_task(self.reloader.watch(self.args.config_poll_interval))
         code = EXIT_OK
         try:
             await self.service.run()
@@ -277,6 +278,8 @@ class Daemon:
                 poller.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await poller
+            if self.reloader is not None:  # a reload in progress is not applied any more
+                await self.reloader.close()
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 loop.remove_signal_handler(sig)
         if code == EXIT_OK and self.stop_signal is None:
@@ -303,45 +306,10 @@ class Daemon:
         log.info("state saved to %s; stopped", store.path)
         return code
 
-    async def _poll(self, interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            if self.watcher is not None and self.watcher.changed():
-                self.reload("file change")
-
     def reload(self, trigger: str) -> None:
-        """Load the config file again and apply it; a bad one leaves the old config in force."""
-        from nrirp.adapters.documents import load_policy_config
-        from nrirp.adapters.system import ConfigFileError, read_config_file
-        from nrirp.domain.ports.documents import DocumentError
-
-        path = self.args.config_file
-        if not path:
+        """Load the config file again (off the loop) and apply it; a bad one leaves the old
+        config in force."""
+        if self.reloader is None:
             log.warning("%s: no --config-file to reload", trigger)
             return
-        if self.watcher is not None:
-            self.watcher.mark_seen()
-        try:
-            registry = self.container.core.container.policy_registry()
-            config = load_policy_config(self.args.policy, read_config_file(path), registry)
-        except (ConfigFileError, DocumentError) as exc:  # the loader raises only ConfigError
-            _log_config_error(
-                f"reload ({trigger}): new configuration {path} not applied, the old one stays",
-                exc,
-            )
-            return
-        outcome = self.manager.reconfigure(config)
-        if outcome.applied:
-            log.info(
-                "reload (%s): configuration %s applied; %d container updates",
-                trigger,
-                path,
-                outcome.updates,
-            )
-        else:
-            log.error(
-                "reload (%s): policy refused configuration %s, the old one stays: %s",
-                trigger,
-                path,
-                outcome.reason,
-            )
+        self.reloader.request(trigger)
