@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from nrirp.domain.config.expression import Expression, Operator
 from nrirp.domain.matching.glob import glob_match, glob_problem
+from nrirp.domain.matching.globset import GlobSet
 from nrirp.domain.matching.keys import KeyResolver, container_reader, key_value
 from nrirp.domain.model import Container, Pod
 
@@ -70,24 +71,54 @@ def _always(ctr: Container, pod: Pod | None) -> bool:
     return True
 
 
-@lru_cache(maxsize=1024)
-def container_predicate(expression: Expression) -> ContainerPredicate:
-    """``expression`` as a function of a container and its pod, for testing many containers:
-    the same answer as ``evaluate(expression, ContainerKeys(container, pod))``, faster."""
+def compile_predicate(expression: Expression) -> ContainerPredicate:
+    """``expression`` as a function of a container and its pod: the same answer as
+    ``evaluate(expression, ContainerKeys(container, pod))``, at a cost that does not grow with
+    its values (``In`` looks up a set, ``MatchesAny`` a :class:`GlobSet`). Build it once per
+    configuration and keep it: building costs as much as the values are many."""
     operator, values = expression.operator, expression.values
     if operator is Operator.ALWAYS_TRUE:
         return _always
     read = container_reader(expression.key)
-    if operator is Operator.EQUALS and values:
-        wanted = values[0]
-        return lambda ctr, pod: read(ctr, pod) == wanted
+    positive = _POSITIVE_OF.get(operator, operator)
+    holds: Callable[[str | None], bool]
+    if positive is Operator.EXISTS:
+        holds = _exists
+    else:
+        test = _value_test(positive, values)
+        holds = lambda value: value is not None and test(value)  # noqa: E731
+    if positive is not operator:  # a negation: true where the positive is false
+        return lambda ctr, pod: not holds(read(ctr, pod))
+    return lambda ctr, pod: holds(read(ctr, pod))
+
+
+def _exists(value: str | None) -> bool:
+    return value is not None
+
+
+def _never(value: str) -> bool:
+    return False
+
+
+def _value_test(operator: Operator, values: tuple[str, ...]) -> Callable[[str], bool]:
+    """The positive ``operator``'s test of a value that exists."""
     if operator is Operator.IN:
-        members = frozenset(values)
-        return lambda ctr, pod: read(ctr, pod) in members
-    if operator is Operator.NOT_IN:
-        members = frozenset(values)
-        return lambda ctr, pod: read(ctr, pod) not in members
-    return lambda ctr, pod: _outcome(operator, read(ctr, pod), values)
+        return frozenset(values).__contains__
+    if not values:
+        return _never  # nothing is equal to no value, and nothing matches it
+    if operator is Operator.EQUALS:
+        return values[0].__eq__
+    if operator is Operator.MATCHES:
+        return GlobSet(values[:1]).match
+    return GlobSet(values).match  # MatchesAny
+
+
+@lru_cache(maxsize=1024)
+def container_predicate(expression: Expression) -> ContainerPredicate:
+    """:func:`compile_predicate`, remembered for the last 1024 expressions (for expressions
+    that come and go, such as annotated affinities; a configuration's expressions are better
+    compiled once and kept)."""
+    return compile_predicate(expression)
 
 
 def expression_problems(expression: Expression) -> Iterator[str]:
