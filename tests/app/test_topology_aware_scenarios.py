@@ -175,7 +175,7 @@ def pool_memory_ok(m: Machine, cpus: str, mems: str, types: frozenset[MemoryType
 
 # ====================================================================== CPU groups
 BASICS: dict[int, dict[str, Placement]] = {
-    1: {"kube-system/coredns/coredns": ("0", "0")},
+    1: {"kube-system/coredns/coredns": ("0", "0-3")},  # the root pool: every node's memory
     2: {"default/be1/app": ("4-7", "1")},
     3: {"default/web/nginx": ("8-11", "2")},
     4: {"default/db/postgres": ("4-5", "1"), "default/be1/app": ("6-7", "1")},
@@ -204,7 +204,7 @@ def test_reserved_amount(capsys: pytest.CaptureFixture[str]) -> None:
     cpus, mems = placements(doc, 1)["kube-system/coredns/coredns"]
     assert cpus is not None and mems is not None
     reserved = CPUSet.parse(cpus)
-    assert len(reserved) == 1 and CPUSet.parse(mems) == CPUSet.of(m.node_of(reserved.min()))
+    assert len(reserved) == 1 and CPUSet.parse(mems) == m.cpu_nodes  # the root pool's
     for number in range(2, len(doc["steps"]) + 1):
         for name, (got, _) in placements(doc, number).items():
             if name != "kube-system/coredns/coredns":
@@ -303,10 +303,10 @@ def test_prefer_shared_config(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 RESERVED: dict[int, dict[str, Placement]] = {
-    1: {"kube-system/coredns/coredns": ("0-1", "0")},
-    2: {"infra-logging/fluentd/fluentd": ("0-1", "0")},
-    3: {"monitoring/prom/prometheus": ("0-1", "0")},
-    4: {"default/agent/agent": ("0-1", "0")},
+    1: {"kube-system/coredns/coredns": ("0-1", "0-3")},
+    2: {"infra-logging/fluentd/fluentd": ("0-1", "0-3")},
+    3: {"monitoring/prom/prometheus": ("0-1", "0-3")},
+    4: {"default/agent/agent": ("0-1", "0-3")},
     5: {"infra/tools/shell": ("4-7", "1")},
 }
 
@@ -326,7 +326,7 @@ def test_kube_system_container_declines_the_reserved_cpus(
 
 
 AVAILABLE: dict[int, dict[str, Placement]] = {
-    1: {"kube-system/coredns/coredns": ("4", "1")},
+    1: {"kube-system/coredns/coredns": ("4", "1-3")},  # the root pool (no CPU of node 0)
     2: {"default/be1/app": ("8-11", "2")},
     3: {"default/be2/app": ("12-15", "3")},
     4: {"default/db/postgres": ("8-9", "2"), "default/be1/app": ("10-11", "2")},
@@ -592,10 +592,11 @@ def test_reconfigure(capsys: pytest.CaptureFixture[str]) -> None:
     first = {"default/db/postgres": ("4-5", "1"), "default/be/app": ("8-11", "2")}
     assert placements(doc, 2) == first
     assert placements(doc, 3) == first  # a bigger reservation moves nobody
-    assert placements(doc, 4) == {**first, "kube-system/coredns/coredns": ("0-1", "0")}
+    assert placements(doc, 4) == {**first, "kube-system/coredns/coredns": ("0-1", "0-3")}
     moved = placements(doc, 5)
     assert moved["default/db/postgres"] == ("4-5", "1")
-    assert moved["kube-system/coredns/coredns"] == ("0-1", "0")
+    # socket #0 is the top pool now: coredns keeps its CPUs, its memory is the new root's
+    assert moved["kube-system/coredns/coredns"] == ("0-1", "0-1")
     assert moved["default/be/app"] in (("2-3", "0"), ("6-7", "1"))
     assert placements(doc, 6) == moved  # refused
     assert placements(doc, 7) == moved  # invalid
@@ -627,15 +628,15 @@ def test_reconfigure_never_overcommits_a_pool(capsys: pytest.CaptureFixture[str]
         assert after == before
 
 
-def test_reconfigure_moves_reserved_containers_with_their_memory(
+def test_reconfigure_moves_reserved_containers_to_the_new_reserved_cpus(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The reserved CPU moves from node 0 to node 1: coredns gets CPU 4 and node 1's memory
-    (found by this test; fixed)."""
+    """The reserved CPU moves from node 0 to node 1: coredns gets CPU 4 and keeps the root
+    pool's memory, every node's (as in the reference)."""
     doc = simulate(capsys, "reconfigure-reserved.yaml", "box16.yaml")
     all_as_expected(doc)
-    assert placements(doc, 1) == {"kube-system/coredns/coredns": ("0", "0")}
-    assert placements(doc, 2) == {"kube-system/coredns/coredns": ("4", "1")}
+    assert placements(doc, 1) == {"kube-system/coredns/coredns": ("0", "0-3")}
+    assert placements(doc, 2) == {"kube-system/coredns/coredns": ("4", "0-3")}
 
 
 # ====================================================================== classes

@@ -13,8 +13,10 @@ After every operation:
 * plain containers land in their CPU group: Guaranteed whole CPUs exclusive and of the asked
   size, 1-2 CPU fractional ones mixed, the rest shared;
 * reserved CPUs go only to reserved containers (kube-system, ``reservedPoolNamespaces``,
-  ``prefer-reserved-cpus``), which get a pool's reserved CPUs; shared containers run on the
-  reserved CPUs only while their pool has no shared CPU left;
+  ``prefer-reserved-cpus``), which get all the reserved CPUs (the root pool) while their
+  requests fit them, and run as shared containers when they do not (never more reserved mCPU
+  than the reserved CPUs hold); shared containers run on the reserved CPUs only while their
+  pool has no shared CPU left;
 * a shared container gets all of a pool's free shared CPUs (exclusive grants sliced off);
 * every container's mems are the memory of a pool holding all its CPUs (its DRAM nodes plus
   the memory-only nodes attached to them, of the container's memory types: DRAM and PMEM by
@@ -701,6 +703,9 @@ def check_invariants(world: World, rig: Rig) -> None:
     pool_cpus = [u.cpus for u in units(world.machine_name)]
     shared_sets: list[CPUSet] = []
     shared_requests: list[tuple[CPUSet, int]] = []
+    reserved_demand = 0
+    sockets = [p.id for p in m.packages.values() if p.cpus & available]
+    top = "root" if len(sockets) > 1 else f"socket #{sockets[0]}"  # the top pool
     for c in active:
         spec, ctr = specs[c.id]
         kind = c.tags.get(TAG_KIND)
@@ -713,6 +718,7 @@ def check_invariants(world: World, rig: Rig) -> None:
         # ---- cpus
         if ctr.annotation("cpu.preserve") == "true":
             assert c.cpus is None, f"cpu.preserve: the policy set cpus of {where}"
+            assert c.tags.get(TAG_POOL) == top, f"preserved container off {top}: {where}"
         else:
             assert c.cpus, f"no cpus for {where}"
             assert c.cpus <= available, f"cpus outside availableResources: {where}"
@@ -728,11 +734,13 @@ def check_invariants(world: World, rig: Rig) -> None:
             if kind == "isolated":
                 assert mine and mine <= m.isolated, f"isolated grant outside isolated: {where}"
             if is_reserved(spec, ctr, config):
-                assert kind == "reserved", f"reserved container not reserved: {where}"
+                # the reserved CPUs while they hold it, else the shared CPUs (the fallback)
+                assert kind in ("reserved", "shared"), f"reserved container {kind}: {where}"
             if kind == "reserved":
                 assert c.cpus <= reserved, f"reserved container off the reserved CPUs: {where}"
-                # a pool's reserved CPUs
-                assert hide_ht or any(c.cpus == reserved & u for u in pool_cpus), where
+                assert hide_ht or c.cpus == reserved, f"not all the reserved CPUs: {where}"
+                assert c.tags.get(TAG_POOL) == top, f"reserved container off {top}: {where}"
+                reserved_demand += c.requirements.cpu_request
             elif c.cpus & reserved:
                 # the only exception: shared containers of a pool with no shared CPU left
                 pool = c.tags.get(TAG_POOL, "")
@@ -797,6 +805,8 @@ def check_invariants(world: World, rig: Rig) -> None:
             local = CPUSet.from_ids(m.node_of(cpu) for cpu in c.cpus)
             assert local <= c.mems, f"mems miss the nodes of the CPUs: {where}"
 
+    # ---- capacity: reserved grants fit the reserved CPUs (the rest fell back to shared)
+    assert reserved_demand <= 1000 * len(reserved), f"{reserved_demand}m on reserved {reserved}"
     # ---- capacity: shared requests fit the shared CPUs they run on
     for cpus in set(shared_sets):
         demand = sum(r for part, r in shared_requests if part <= cpus)

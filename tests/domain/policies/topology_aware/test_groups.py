@@ -21,12 +21,52 @@ def test_default_config_reserves_one_cpu_for_750m() -> None:
     assert res.available == catalogue("box-16").online
 
 
-def test_kube_system_gets_the_reserved_cpus() -> None:
+def test_kube_system_gets_the_reserved_cpus_in_the_root_pool() -> None:
+    """As in the reference, reserved containers live in the root pool: the reserved CPUs and
+    every memory node."""
     rig = make_rig("box-16", config(reservedResources={"cpu": "cpuset:8-9"}))
-    _, ks, _ = rig.run("dns", cpu=100, namespace="kube-system")
+    _, ks, _ = rig.run("dns", cpu=100, namespace="kube-system", memory=GiB)
     assert rig.cpus(ks) == CPUSet.parse("8-9")
-    assert rig.kind(ks) == "reserved" and rig.pool(ks) == "NUMA node #2"
-    assert rig.mems(ks) == CPUSet.of(2)
+    assert rig.kind(ks) == "reserved" and rig.pool(ks) == "root"
+    assert rig.mems(ks) == CPUSet.parse("0-3")
+    pmem = make_rig("server-112-pmem")
+    _, ks, _ = pmem.run("dns", cpu=100, namespace="kube-system", memory=GiB)
+    assert pmem.pool(ks) == "root" and pmem.mems(ks) == CPUSet.parse("0-5")
+    assert pmem.cpus(ks) == pmem.alloc.resources.reserved
+
+
+def test_cpu_preserve_containers_live_in_the_root_pool() -> None:
+    rig = make_rig("server-112-pmem")
+    _, ctr, _ = rig.run("p", "Guaranteed", cpu=2000, annotations=anno("cpu.preserve", "true"))
+    assert rig.kind(ctr) == "preserve" and rig.pool(ctr) == "root"
+    assert rig.ctr(ctr).cpus is None and rig.mems(ctr) == CPUSet.parse("0-5")
+
+
+def test_reserved_containers_fall_back_to_the_shared_cpus_when_reserved_ones_run_out() -> None:
+    """The reserved CPUs (one: 1000m) take kube-system containers while they hold them; the
+    next one runs on the shared CPUs of a pool chosen as for any shared container (the
+    reference's fallback), and a smaller one that fits still gets the reserved CPUs."""
+    rig = make_rig("box-16", config(reservedResources={"cpu": "cpuset:0"}))
+    reserved = CPUSet.of(0)
+    pod_a, a, _ = rig.run("a", cpu=600, limit=1000, namespace="kube-system")
+    assert rig.kind(a) == "reserved" and rig.cpus(a) == reserved
+    _, b, _ = rig.run("b", cpu=600, limit=1000, namespace="kube-system")
+    assert rig.kind(b) == "shared" and rig.pool(b) != "root"
+    assert not rig.cpus(b) & reserved
+    pool = rig.alloc.tree.by_name(rig.pool(b))
+    assert pool is not None and rig.cpus(b) == rig.alloc.supply.shared_cpus(pool)
+    assert rig.alloc.supply.shared_granted[pool.id] == 600  # accounted as shared
+    _, c, _ = rig.run("c", cpu=300, limit=1000, namespace="kube-system")
+    assert rig.kind(c) == "reserved" and rig.cpus(c) == reserved
+    assert rig.alloc.supply.allocatable_reserved(rig.alloc.tree.top) == 100
+    # a restart keeps every grant as it is
+    again = make_rig("box-16", config(reservedResources={"cpu": "cpuset:0"}), store=rig.store)
+    assert [again.kind(x) for x in (a, b, c)] == ["reserved", "shared", "reserved"]
+    assert again.pool(b) == rig.pool(b) and again.updates.updates == []
+    # room again once a leaves: the next one is reserved
+    again.stop(pod_a, a)
+    _, d, _ = again.run("d", cpu=600, limit=1000, namespace="kube-system")
+    assert again.kind(d) == "reserved"
 
 
 def test_reserved_pool_namespaces_globs_and_prefer_reserved_annotation() -> None:

@@ -259,13 +259,25 @@ def test_reconfigure_refuses_a_config_whose_shared_cpus_cannot_hold_the_grants()
     _shared_fits(rig)
 
 
-def test_reconfigure_moves_reserved_containers_to_pools_with_reserved_cpus() -> None:
+def test_reconfigure_moves_reserved_containers_to_the_new_reserved_cpus() -> None:
     rig = make_rig("box-16", config(reservedResources={"cpu": "cpuset:0"}))
     _, k, _ = rig.run("k", cpu=100, namespace="kube-system")
-    assert (rig.pool(k), rig.cpus(k)) == ("NUMA node #0", CPUSet.of(0))
+    assert (rig.pool(k), rig.cpus(k), rig.mems(k)) == ("root", CPUSet.of(0), CPUSet.parse("0-3"))
     outcome = rig.manager.reconfigure(config(reservedResources={"cpu": "cpuset:8"}))
     assert outcome.applied, outcome.reason
-    assert (rig.pool(k), rig.cpus(k), rig.mems(k)) == ("NUMA node #2", CPUSet.of(8), CPUSet.of(2))
+    assert (rig.pool(k), rig.cpus(k), rig.mems(k)) == ("root", CPUSet.of(8), CPUSet.parse("0-3"))
+
+
+def test_reconfigure_with_fewer_reserved_cpus_moves_the_overflow_to_shared_cpus() -> None:
+    """Reserved containers the new reserved CPUs cannot hold run on shared CPUs instead of
+    refusing the configuration or squeezing onto the reserved ones."""
+    rig = make_rig("box-16", config(reservedResources={"cpu": "cpuset:0-1"}))
+    ks = [rig.run(f"k{i}", cpu=800, limit=1000, namespace="kube-system")[1] for i in range(2)]
+    assert [rig.kind(k) for k in ks] == ["reserved", "reserved"]
+    outcome = rig.manager.reconfigure(config(reservedResources={"cpu": "cpuset:0"}))
+    assert outcome.applied, outcome.reason
+    assert [rig.kind(k) for k in ks] == ["reserved", "shared"]
+    assert rig.cpus(ks[0]) == CPUSet.of(0) and not rig.cpus(ks[1]) & CPUSet.of(0)
 
 
 CLASSES = {

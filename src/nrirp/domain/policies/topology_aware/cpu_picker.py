@@ -8,7 +8,12 @@ from nrirp.domain.cpuallocator import CPUAllocationError, CPUAllocator
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.policies.topology_aware.grants import Grant
 from nrirp.domain.policies.topology_aware.pools import Pool
-from nrirp.domain.policies.topology_aware.preferences import CPUKind, CPURequest, Request
+from nrirp.domain.policies.topology_aware.preferences import (
+    ROOTED_KINDS,
+    CPUKind,
+    CPURequest,
+    Request,
+)
 from nrirp.domain.policies.topology_aware.supply import Supply, plural
 from nrirp.domain.topology import Machine
 
@@ -16,11 +21,14 @@ EXCLUSIVE_KINDS = (CPUKind.EXCLUSIVE, CPUKind.ISOLATED)
 
 
 def compatible_kinds(kind: CPUKind) -> tuple[CPUKind, ...]:
-    """Kinds a grant may have and still serve a request of ``kind``."""
+    """Kinds a grant may have and still serve a request of ``kind`` (a reserved request
+    that fell back to the shared CPUs keeps its shared grant)."""
     if kind is CPUKind.EXCLUSIVE:
         return EXCLUSIVE_KINDS
     if kind is CPUKind.MIXED:
         return (CPUKind.MIXED, *EXCLUSIVE_KINDS)
+    if kind is CPUKind.RESERVED:
+        return (CPUKind.RESERVED, CPUKind.SHARED)
     return (kind,)
 
 
@@ -107,9 +115,14 @@ class CPUPicker:
                 return f"{cpu_text(exclusive)} not free"
             if from_sharable:
                 sliced = exclusive
+        if kind in ROOTED_KINDS and pool.parent is not None:
+            return f"{kind.value} containers live in the root pool, not in {pool.name}"
         if kind is CPUKind.RESERVED:
             if not supply.reserved[pool.id]:
                 return f"{pool.name} has no reserved CPUs"
+            left = supply.allocatable_reserved(pool)
+            if left < cpu.shared:
+                return f"the reserved CPUs have {max(left, 0)}m left, {cpu.shared}m asked"
             return None
         final = CPUKind.MIXED if cpu.kind is CPUKind.MIXED else kind
         shared = cpu.shared if final in (CPUKind.SHARED, CPUKind.MIXED) else 0

@@ -20,7 +20,7 @@ from nrirp.domain.policies.topology_aware.cpu_picker import CPUPicker
 from nrirp.domain.policies.topology_aware.grants import Grant, RestoreError, SavedGrant, types_text
 from nrirp.domain.policies.topology_aware.memory_view import PMEM, MemoryView, accounted_size
 from nrirp.domain.policies.topology_aware.pools import Pool, PoolTree
-from nrirp.domain.policies.topology_aware.preferences import CPUKind, Request
+from nrirp.domain.policies.topology_aware.preferences import ROOTED_KINDS, CPUKind, Request
 from nrirp.domain.policies.topology_aware.score_cache import ScoreCache, request_signature
 from nrirp.domain.policies.topology_aware.scoring import (
     MemoryFit,
@@ -77,8 +77,15 @@ class Planner:
         weighted: Sequence[tuple[Pool, int]] = (),
         prefer: Pool | None = None,
     ) -> Plan:
-        """The best placement for ``request``; raises :class:`PolicyError` naming the shortage."""
+        """The best placement for ``request``; raises :class:`PolicyError` naming the shortage.
+
+        Reserved and preserved containers live in the root pool (all memory nodes), as in the
+        reference; a reserved one the reserved CPUs cannot hold any more (or that finds no
+        reserved CPUs) runs on the shared CPUs of a pool chosen as for any shared request."""
         memory = self.memory
+        cpu = request.cpu
+        if cpu.kind is CPUKind.RESERVED and self.reserved_short(cpu.shared):
+            request = attrs.evolve(request, cpu=attrs.evolve(cpu, kind=CPUKind.SHARED))
         types = memory.types_of(request)
         if not memory.typed_nodes(types) & self.tree.top.mems:
             raise PolicyError(
@@ -101,9 +108,11 @@ class Planner:
             # a cold start begins on PMEM: pools that offer some
             pmem = memory.typed_nodes(PMEM)
             pools = [p for p in pools if memory.pool_nodes(p, types) & pmem] or pools
-        if request.cpu.kind is CPUKind.RESERVED:
-            # reserved containers run on reserved CPUs: only pools that have some
-            pools = [p for p in pools if self.supply.reserved[p.id]] or pools
+        rooted = request.cpu.kind in ROOTED_KINDS
+        if rooted:
+            # the roomiest pool: the memory check above keeps it whenever any pool is kept
+            pools = [self.tree.top]
+            hints, weighted, prefer = (), (), None
         if hints and request.strict_hints:
             strict = [p for p in pools if all(_hint_fits(h, p) for h in hints)]
             if not strict:
@@ -153,6 +162,17 @@ class Planner:
             if complete:
                 raise PolicyError(self._shortage(request, scores))
             scores, complete = self.score_cache.scores(None, pools, scorer, request, types)
+
+    def reserved_short(self, mcpu: int) -> str | None:
+        """Why the reserved CPUs cannot take a reserved grant of ``mcpu`` more (``None``:
+        they can)."""
+        top = self.tree.top
+        if not self.supply.reserved[top.id]:
+            return "there are no reserved CPUs"
+        left = self.supply.allocatable_reserved(top)
+        if left < mcpu:
+            return f"the reserved CPUs have {max(left, 0)}m left, {mcpu}m asked"
+        return None
 
     def _realize(
         self,

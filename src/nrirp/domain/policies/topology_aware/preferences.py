@@ -65,6 +65,8 @@ class CPUKind(enum.Enum):
 
 NORMAL_KINDS = frozenset({CPUKind.SHARED, CPUKind.EXCLUSIVE, CPUKind.ISOLATED, CPUKind.MIXED})
 """The reference's "normal" CPU type: every kind but reserved and preserve."""
+ROOTED_KINDS = frozenset({CPUKind.RESERVED, CPUKind.PRESERVE})
+"""Kinds whose grants live in the root (top) pool, as in the reference."""
 
 _MEMORY_TYPE_NAMES = {
     "dram": frozenset({MemoryType.DRAM}),
@@ -283,16 +285,21 @@ def _cpu_request(
     prefer_reserved = reader.get_optional_bool(PREFER_RESERVED)
     if prefer_reserved is None:
         prefer_reserved = is_reserved_namespace(namespace, spec.reserved_pool_namespaces)
+    level: BurstableLevel | None = None
+    if qos is QOSClass.BURSTABLE and limit is None:
+        level = _enum_value(reader, UNLIMITED_BURSTABLE, BurstableLevel, spec.unlimited_burstable)
     if prefer_reserved:
-        return CPURequest(CPUKind.RESERVED, shared=request, limit=limit)
+        # as a shared request when the reserved CPUs cannot take it (the planner's fallback)
+        return CPURequest(
+            CPUKind.RESERVED,
+            shared=request,
+            limit=limit,
+            burstable=qos is QOSClass.BURSTABLE,
+            unlimited_level=level,
+        )
     if qos is QOSClass.BESTEFFORT:
         return CPURequest(CPUKind.SHARED, shared=0)
     if qos is QOSClass.BURSTABLE:
-        level: BurstableLevel | None = None
-        if limit is None:
-            level = _enum_value(
-                reader, UNLIMITED_BURSTABLE, BurstableLevel, spec.unlimited_burstable
-            )
         return CPURequest(
             CPUKind.SHARED, shared=request, limit=limit, burstable=True, unlimited_level=level
         )

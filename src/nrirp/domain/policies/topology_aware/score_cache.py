@@ -21,9 +21,9 @@ from nrirp.domain.topology import MemoryType
 Signature = tuple[object, ...]
 """What a request's pool scores depend on besides the pools (:func:`request_signature`)."""
 
-_Entry = tuple[list[int], list[tuple[float, ...]], list[tuple[int, int, int, Score] | None]]
+_Entry = tuple[list[int], list[tuple[float, ...]], list[tuple[int, int, Score] | None]]
 """Pool indexes by lower bound, the bounds, and per pool the last score with what it read:
-``(supply version, allocatable shared, allocatable reserved, score)``."""
+``(supply version, allocatable shared, score)``."""
 
 
 def request_signature(request: Request, size: int, types: frozenset[MemoryType]) -> Signature:
@@ -59,7 +59,7 @@ class ScoreCache:
 
         Without a ``signature`` every pool is scored. With one, scores computed for an
         earlier request of the same signature are reused while their pool has not changed
-        (same version, same allocatable shared and reserved capacity, memory usage still
+        (same version, same allocatable shared capacity, memory usage still
         within what its fit allowed), and a changed pool is scored again only if its lower
         bounds (:meth:`PoolScorer.bound`, :meth:`PoolScorer.tighter_bound`) could beat the best
         viable score found: most decisions change a handful of pools, and pools of the wrong
@@ -75,7 +75,6 @@ class ScoreCache:
         order, bounds, entries = cached
         version = self.supply.version
         allocatable = scorer.allocatable
-        reserved = scorer.allocatable_reserved
         touch = self.memory.pool_touch
         out: list[Score] = []
         stale: list[int] = []
@@ -87,13 +86,8 @@ class ScoreCache:
                 break
             pid = pools[index].id
             entry = entries[index]
-            if (
-                entry is not None
-                and entry[0] == version[pid]
-                and entry[1] == allocatable[pid]
-                and (reserved is None or entry[2] == reserved[pid])
-            ):
-                score = entry[3]
+            if entry is not None and entry[0] == version[pid] and entry[1] == allocatable[pid]:
+                score = entry[2]
                 room = score.memory_room
                 bound = score.memory_bound
                 if room is None or touch[pid if bound is None else bound] <= room:
@@ -111,11 +105,7 @@ class ScoreCache:
                 continue
             score = scorer.score(pool)
             pid = pool.id
-            entries[index] = (
-                (version[pid], allocatable[pid], reserved[pid] if reserved else 0, score)
-                if score.stable
-                else None
-            )
+            entries[index] = (version[pid], allocatable[pid], score) if score.stable else None
             out.append(score)
             if score.viable and (best is None or score.key < best):
                 best = score.key

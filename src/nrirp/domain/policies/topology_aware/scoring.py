@@ -1,6 +1,6 @@
 """Pool scoring: which pool serves a request best, in the reference's order.
 
-1. insufficient isolated, shared or reserved capacity loses; for a request that runs on shared
+1. insufficient isolated or shared capacity loses; for a request that runs on shared
    CPUs, so does a pool whose CPUs can never be shared (all reserved or isolated);
 2. higher affinity score (weights of the containers the request has affinity to, counted in
    their pool fully and x0.75 per hop up or down the tree);
@@ -16,7 +16,8 @@
 9. having enough CPUs of the requested priority (high or low) for the request, among the CPUs
    it would take (isolated ones when it uses isolated CPUs);
 10. deeper pool;
-11. by kind: reserved - more reserved capacity per container; isolated - more isolated CPUs;
+11. by kind (reserved and preserved requests only ever score the root pool): isolated - more
+    isolated CPUs;
     then, for normal or unset priority, having enough normal-priority CPUs; exclusive - more
     sliceable shared capacity; shared - fewer colocated grants (every grant of a normal
     kind in the pool itself, exclusive ones included, as the reference counts), then more
@@ -33,7 +34,7 @@ from typing import NamedTuple
 from nrirp.domain.config import CPUPriority
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.policies.topology_aware.pools import Pool
-from nrirp.domain.policies.topology_aware.preferences import CPUKind, CPURequest
+from nrirp.domain.policies.topology_aware.preferences import ROOTED_KINDS, CPUKind, CPURequest
 from nrirp.domain.policies.topology_aware.supply import Supply
 from nrirp.domain.topology.hints import TopologyHint, hint_score
 
@@ -66,8 +67,8 @@ class Score(NamedTuple):
     viable: bool
     use_isolated: bool
     stable: bool = True
-    """The key depends only on the pool's version, its allocatable shared and reserved
-    capacity and its memory usage up to ``memory_room`` (no affinity, hints or machine-wide
+    """The key depends only on the pool's version, its allocatable shared capacity and its
+    memory usage up to ``memory_room`` (no affinity, hints or machine-wide
     memory offer went into it)."""
     memory_room: int | None = None
     memory_bound: int | None = None
@@ -123,10 +124,7 @@ class PoolScorer:
         self.full = cpu.full
         self.want = max(self.full, 1)
         self.allocatable = supply.allocatable_shared_all()
-        self.reserved_kind = cpu.kind is CPUKind.RESERVED
-        self.allocatable_reserved = (
-            supply.allocatable_reserved_all() if self.reserved_kind else None
-        )
+        self.rooted = cpu.kind in ROOTED_KINDS
         self.on_shared = cpu.kind in (CPUKind.SHARED, CPUKind.MIXED)
         self.burst_limit = cpu.limit if cpu.burstable else None
         self.priority_bits = priority_cpus.bits if priority_cpus is not None else None
@@ -142,13 +140,8 @@ class PoolScorer:
         shared_left = allocatable - shared
         if full and not use_isolated:
             shared_left -= 1000 * full
-        reserved_left = 0
         capacity: tuple[int, ...]
-        if self.allocatable_reserved is not None:
-            reserved_left = self.allocatable_reserved[pid] - shared
-            capacity = (0 if reserved_left >= 0 else 1,)
-            viable = True
-        elif cpu.kind is CPUKind.PRESERVE:
+        if self.rooted:  # only the root pool is scored: the planner checks reserved capacity
             capacity = (0,)
             viable = True
         else:
@@ -181,8 +174,8 @@ class PoolScorer:
         if self.normal_bits is not None and (source & self.normal_bits).bit_count() < want:
             normal_key = 1
         kind_key: tuple[float, ...]
-        if self.reserved_kind:
-            kind_key = (-reserved_left / (supply.count[pid] + 1), 0, 0)
+        if self.rooted:
+            kind_key = (0, 0, 0)
         elif use_isolated:
             kind_key = (-isolated, normal_key, 0)
         elif full:
@@ -213,7 +206,7 @@ class PoolScorer:
         ``nodes``: the pool's node count (an offer never gives fewer)."""
         cpu = self.cpu
         capacity: tuple[int, ...]
-        if self.reserved_kind or cpu.kind is CPUKind.PRESERVE:
+        if self.rooted:
             capacity = (0,)
         else:
             capacity = (
@@ -244,9 +237,8 @@ class PoolScorer:
         cpu, supply = self.cpu, self.supply
         pid = pool.id
         kind: tuple[float, ...]
-        if self.allocatable_reserved is not None:
-            left = self.allocatable_reserved[pid] - cpu.shared
-            kind = (-left / (supply.count[pid] + 1),)
+        if self.rooted:
+            kind = (0, 0, 0)
         else:
             full = self.full
             isolated = supply.isolated[pid].bits.bit_count()
