@@ -1,5 +1,6 @@
 """The embedding API stands without NRI: importing it, or running an engine through it, loads
-neither the NRI adapters nor the simulated runtime nor protobuf (checked in a fresh interpreter)."""
+neither the NRI adapters, the simulated runtime, the simulator, the daemon nor protobuf
+(checked in a fresh interpreter)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ import sys
 
 import pytest
 
-NOT_LOADED = ("nrirp.adapters.nri", "nrirp.simruntime", "google.protobuf", "grpc")
+NOT_LOADED = (
+    "nrirp.adapters.nri",
+    "nrirp.simruntime",
+    "nrirp.app.simulator",
+    "nrirp.app.daemon",
+    "google.protobuf",
+    "grpc",
+)
 
 ENGINE_RUN = """
 import nrirp
@@ -17,6 +25,8 @@ from nrirp.adapters.fakehw import expected_machine, load_machine
 updates = []
 machine = expected_machine(load_machine("box-16"))
 engine = nrirp.Engine.build("template", runtime_updates=updates.extend, machine=machine)
+named = nrirp.Engine.build("template", runtime_updates=updates.extend, machine="box-16")
+assert named.machine == machine
 engine.start()
 app = {"name": "app", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}
 kube = nrirp.KubernetesPod.from_manifest({
@@ -60,3 +70,4 @@ def test_the_check_sees_nri_when_it_is_loaded() -> None:
     # the listing is taken after the code ran: an NRI import shows up
     modules = loaded_modules("import nrirp.app.embed\nimport nrirp.simruntime")
     assert "nrirp.simruntime" in modules and "google.protobuf" in modules
+    assert "nrirp.app.simulator" in loaded_modules("import nrirp.app.simulator")

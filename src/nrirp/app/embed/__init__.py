@@ -4,12 +4,15 @@
   method per pod/container lifecycle hook with neutral objects; get adjustments and updates.
 - :class:`EmbeddedContainer`: the composition behind the engine, to compose by hand.
 - :class:`KubernetesPod`: neutral pods and containers from Kubernetes pod specs.
+- :func:`policy_modules_from_env`: the policy modules ``NRIRP_POLICY_MODULES`` names, for an
+  engine on a given machine that should load them too.
 - The neutral values and results, re-exported: :class:`Pod`, :class:`Container`,
   :class:`ContainerState`, :class:`LinuxResources`, :class:`Adjustment`, :class:`Update`,
   :class:`CreateResult`, :class:`ReconfigureOutcome`, :class:`StartOutcome`,
   :class:`OperationFailedError`, :class:`PolicyEvent`.
 """
 
+from nrirp.app.composition.policies import policy_modules_from_env
 from nrirp.app.embed.composition import EmbeddedContainer
 from nrirp.app.embed.engine import CallbackRuntimeUpdates, ConfigSource, Engine
 from nrirp.app.embed.kubernetes import KubernetesPod, ManifestError, resources_of
@@ -53,5 +56,6 @@ __all__ = [
     "Resources",
     "StartOutcome",
     "Update",
+    "policy_modules_from_env",
     "resources_of",
 ]

@@ -34,6 +34,7 @@ from dependency_injector import providers
 
 from nrirp.adapters.documents import load_policy_config
 from nrirp.app.embed.composition import EmbeddedContainer
+from nrirp.app.embed.machines import hints_without_host, named_machine
 from nrirp.domain.config import ConfigError, PolicyConfig, SpecRegistration
 from nrirp.domain.model import Container, LinuxResources, Pod, Update
 from nrirp.domain.pipeline import (
@@ -123,7 +124,7 @@ class Engine:
         runtime_updates: RuntimeUpdates | Callable[[Sequence[Update]], None],
         config: ConfigSource | None = None,
         config_file: str | None = None,
-        machine: Machine | None = None,
+        machine: Machine | str | None = None,
         hardware: HardwareDiscovery | None = None,
         sysfs_root: str | None = None,
         memory_types: Mapping[int, MemoryType] | None = None,
@@ -139,21 +140,39 @@ class Engine:
         """An engine on :class:`EmbeddedContainer` with the agent's adapters.
 
         ``policy`` is a registered name (built-in, or from ``policy_modules``: module names or
-        ``.py`` files, default ``NRIRP_POLICY_MODULES``), a policy class or a policy object
+        ``.py`` files; see below for the default), a policy class or a policy object
         (its class is registered with the engine's policies: its ``config_type`` configures it,
         nothing else to register). The configuration
         is ``config`` or the file ``config_file`` (default: the saved one, else the policy's
-        defaults). Hardware: ``machine``, else ``hardware`` discovery, else the sysfs tree at
-        ``sysfs_root`` (``/sys``). State is kept in memory unless ``state_store`` is given;
+        defaults). Hardware: ``machine`` (a ``Machine``, or a catalogue machine's name such as
+        ``"box-16"`` or a machine spec file), else ``hardware`` discovery, else the sysfs tree
+        at ``sysfs_root`` (``/sys``). State is kept in memory unless ``state_store`` is given;
         no host-side settings are applied without ``host_control``; decisions are logged to
-        the ``nrirp.decisions`` logger unless ``decision_log`` is given; topology hints are
-        read from the sysfs tree unless ``topology_hints`` is given; policy timers run on
+        the ``nrirp.decisions`` logger unless ``decision_log`` is given; policy timers run on
         threads unless ``timers`` is given.
 
+        Topology hints: ``topology_hints``, else those of the sysfs tree. An engine on a given
+        machine (``machine`` or ``hardware``) reads nothing of the host unless asked: its
+        hints are its fake machine's devices (or the tree its ``hardware`` reads, or none;
+        ``sysfs_root`` asks for that tree's), and it loads no policy modules unless
+        ``policy_modules`` names them (``NRIRP_POLICY_MODULES`` is read only by an engine on
+        the host's hardware; pass ``policy_modules_from_env()`` to ask for it).
+
         Raises ``ConfigError`` for an invalid configuration, ``UnknownPolicyError``,
-        ``PolicyModuleError``, ``ConfigFileError`` or ``HardwareDiscoveryError``.
+        ``PolicyModuleError``, ``ConfigFileError``, ``HardwareDiscoveryError``, or
+        ``UnknownMachineError`` / ``MachineSpecError`` for a ``machine`` name.
         """
         name = policy if isinstance(policy, str) else policy.name
+        on_given_machine = machine is not None or hardware is not None
+        if isinstance(machine, str):
+            named = named_machine(machine, memory_types)
+            machine, hardware = named.machine, named.hardware or hardware
+            if topology_hints is None and sysfs_root is None:
+                topology_hints = named.hints
+        if on_given_machine and topology_hints is None and sysfs_root is None:
+            topology_hints = hints_without_host(hardware)
+        if on_given_machine and policy_modules is None:
+            policy_modules = ()
         container = EmbeddedContainer()
         container.config.from_dict(
             {
