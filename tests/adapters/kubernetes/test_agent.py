@@ -5,59 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from nrirp.adapters.kubernetes import (
-    ConfigChoice,
     FakeCluster,
     NodeAgent,
     Retry,
     topology_document,
 )
-from nrirp.domain.policy import TopologyZone, ZoneAttribute, ZoneResource
-from nrirp.domain.ports.kubernetes import ConfigStatus
+from tests.adapters.kubernetes.agent_support import KIND, NODE, Recorder, cr, until, zones
 from tests.support.aio import arun
 
-KIND = "BalloonsPolicy"
-NODE = "worker-1"
 FAST = Retry(initial=0.01, maximum=0.05)
-
-
-def cr(name: str, spec: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "apiVersion": "config.nri/v1alpha1",
-        "kind": KIND,
-        "metadata": {"name": name, "namespace": "kube-system"},
-        "spec": spec if spec is not None else {"reservedResources": {"cpu": "750m"}},
-    }
-
-
-class Recorder:
-    """The daemon's side: records each applied resource; refuses specs with 'bad'."""
-
-    def __init__(self) -> None:
-        self.applied: list[ConfigChoice] = []
-
-    def __call__(self, choice: ConfigChoice) -> ConfigStatus:
-        self.applied.append(choice)
-        if "bad" in choice.document.get("spec", {}):
-            return ConfigStatus(False, errors=("spec.bad: unknown field",))
-        return ConfigStatus(True)
-
-    @property
-    def names(self) -> list[str]:
-        return [c.name for c in self.applied]
-
-
-async def until(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition never held")
-        await asyncio.sleep(0.005)
 
 
 async def settle(agent: NodeAgent, cluster: FakeCluster) -> None:
@@ -256,19 +217,6 @@ def test_rbac_denied_names_verb_and_resource(caplog: pytest.LogCaptureFixture) -
     with caplog.at_level(logging.INFO, "nrirp.agent"):
         arun(scenario)
     assert "RBAC denied: the agent may not patch balloonspolicies/status" in caplog.text
-
-
-def zones(count: int) -> list[TopologyZone]:
-    return [
-        TopologyZone(
-            name=f"zone {i}",
-            type="numa node",
-            parent="root" if i else "",
-            resources=(ZoneResource("cpu", 4000, 3500, 1500), ZoneResource("memory", 10, 10, 4)),
-            attributes=(ZoneAttribute("shared cpuset", "0-3"),),
-        )
-        for i in range(count)
-    ]
 
 
 def test_topology_export_is_rate_limited_and_skips_unchanged() -> None:
