@@ -197,8 +197,17 @@ def common_blocks() -> st.SearchStrategy[dict[str, Any]]:
             "blockio": blockio,
         }
     )
+    privileged = _optional(
+        {"allowedNamespaces": st.lists(st.sampled_from(["kube-system", "infra-*", "ops"]))}
+    )
     return _optional(
-        {"log": log, "instrumentation": instrumentation, "agent": agent, "control": control}
+        {
+            "log": log,
+            "instrumentation": instrumentation,
+            "agent": agent,
+            "control": control,
+            "privilegedAnnotations": privileged,
+        }
     )
 
 

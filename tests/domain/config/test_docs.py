@@ -44,6 +44,7 @@ DOCUMENTED = [
     cfg.InstrumentationConfig,
     cfg.MetricsConfig,
     cfg.AgentConfig,
+    cfg.PrivilegedAnnotationsConfig,
 ]
 
 

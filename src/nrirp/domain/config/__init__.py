@@ -50,6 +50,7 @@ from nrirp.domain.config.loader import (
     unstructure_policy_config,
 )
 from nrirp.domain.config.log import KlogConfig, LogConfig
+from nrirp.domain.config.privileged import PrivilegedAnnotationsConfig
 from nrirp.domain.config.quantity import Quantity, QuantityError, QuantityFormat
 from nrirp.domain.config.rdt import (
     BandwidthAllocation,
@@ -116,6 +117,7 @@ __all__ = [
     "Operator",
     "PolicyConfig",
     "PolicySpecs",
+    "PrivilegedAnnotationsConfig",
     "QoSClass",
     "Quantity",
     "QuantityError",

@@ -16,6 +16,7 @@ from nrirp.domain.config.document import API_VERSION, is_custom_resource, unwrap
 from nrirp.domain.config.errors import ROOT, ConfigError, ConfigProblem, Issue, Path, format_path
 from nrirp.domain.config.instrumentation import InstrumentationConfig
 from nrirp.domain.config.log import LogConfig
+from nrirp.domain.config.privileged import PrivilegedAnnotationsConfig
 from nrirp.domain.config.registry import (
     COMMON_BLOCK_KEYS,
     PolicySpecs,
@@ -29,8 +30,14 @@ _COMMON_BLOCKS: dict[str, type] = {
     "log": LogConfig,
     "instrumentation": InstrumentationConfig,
     "agent": AgentConfig,
+    "privilegedAnnotations": PrivilegedAnnotationsConfig,
 }
 assert tuple(_COMMON_BLOCKS) == COMMON_BLOCK_KEYS
+_ATTRIBUTES = {"privilegedAnnotations": "privileged_annotations"}
+"""Common blocks whose attribute of :class:`PolicyConfig` is not their key."""
+_DUMPED_WHEN_SET = frozenset({"privilegedAnnotations"})
+"""Our own blocks (not the reference's): dumped only when they differ from the default, so
+that a config without them dumps as the reference's would."""
 
 
 @attrs.frozen(kw_only=True)
@@ -47,6 +54,9 @@ class PolicyConfig:
     log: LogConfig = attrs.field(factory=LogConfig)
     instrumentation: InstrumentationConfig = attrs.field(factory=InstrumentationConfig)
     agent: AgentConfig = attrs.field(factory=AgentConfig)
+    privileged_annotations: PrivilegedAnnotationsConfig = attrs.field(
+        factory=PrivilegedAnnotationsConfig
+    )
 
 
 def _problems(issues: list[Issue]) -> list[ConfigProblem]:
@@ -121,7 +131,7 @@ def _load(policy: str, registration: SpecRegistration, data: object) -> PolicyCo
     for key, block_class in _COMMON_BLOCKS.items():
         raw = common_data.get(key)
         block, block_issues = structure({} if raw is None else raw, block_class)
-        blocks[key] = block
+        blocks[_ATTRIBUTES.get(key, key)] = block
         issues += [((*prefix, key, *path), message) for path, message in block_issues]
     cross_check = getattr(spec, "cross_check", None)
     if spec is not None and blocks["control"] is not None and cross_check is not None:
@@ -143,8 +153,10 @@ def unstructure_policy_config(
     ``specs``, default: the built-in policies).
     ``load_policy_config(config.policy, unstructure_policy_config(config)) == config``."""
     spec: dict[str, Any] = unstructure(config.spec, type(config.spec))
-    for key in _COMMON_BLOCKS:
-        spec[key] = unstructure(getattr(config, key))
+    for key, block_class in _COMMON_BLOCKS.items():
+        block = getattr(config, _ATTRIBUTES.get(key, key))
+        if key not in _DUMPED_WHEN_SET or block != block_class():
+            spec[key] = unstructure(block)
     if not as_document:
         return spec
     registration = (builtin_specs() if specs is None else specs).spec_registration(config.policy)

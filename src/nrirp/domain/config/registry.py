@@ -15,7 +15,7 @@ import attrs
 from nrirp.domain.config.keys import key_map
 from nrirp.domain.config.template import NonePolicySpec
 
-COMMON_BLOCK_KEYS = ("control", "log", "instrumentation", "agent")
+COMMON_BLOCK_KEYS = ("control", "log", "instrumentation", "agent", "privilegedAnnotations")
 
 
 @attrs.frozen
