@@ -53,7 +53,13 @@ def test_an_environment_overrides_only_what_differs() -> None:
         for name in Ports.dependencies
         if getattr(DaemonAdapters, name) is not getattr(Adapters, name)
     }
-    assert differs == {"state_store", "host_control", "runtime_updates"}
+    assert differs == {
+        "state_store",
+        "host_control",
+        "runtime_updates",
+        "metrics",  # recorded for export (and status)
+        "decision_log",  # the last decision of each container kept for status
+    }
     differs = {
         name
         for name in Ports.dependencies

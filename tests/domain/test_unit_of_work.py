@@ -243,3 +243,46 @@ def test_a_sink_without_decision_batch_gets_one_call_per_decision() -> None:
     assert sink.seen == ["x", "y", "z"]
     log = RecordingDecisionLog()
     assert batch_writer(log) == log.decision_batch  # a sink with batches is called directly
+
+
+def test_metrics_get_the_decision_count_and_a_refusal_class_never_free_text() -> None:
+    from nrirp.domain.cpuallocator import CPUAllocationError
+    from nrirp.domain.memalloc import MemoryAllocationError, MemoryRequest
+    from nrirp.domain.pipeline.unit_of_work import REFUSAL_CLASSES, refusal_class
+    from nrirp.domain.topology import MemoryType
+
+    rig = Rig()
+    with rig.work.begin("create-container") as work:
+        work.record_decision(rig.ctr("a"), "cpu 1", True)
+        work.record_decision(rig.ctr("b"), "cpu 2", True)
+        work.commit()
+    assert rig.metrics.decisions == [("create-container", 2)]
+
+    def fail(operation: str, error: BaseException) -> None:
+        with pytest.raises(OperationFailedError), rig.work.begin(operation):
+            raise error
+
+    def wrapped(inner: Exception) -> PolicyError:  # as policies report allocator failures
+        try:
+            raise inner
+        except Exception:
+            try:
+                raise PolicyError(f"no room for c0: {inner}") from None
+            except PolicyError as outer:
+                return outer
+
+    fail("create-container", PolicyError("no room for pod0/c0 in pool socket #1"))
+    fail("create-container", wrapped(CPUAllocationError("2 CPUs wanted, 1 free")))
+    request = MemoryRequest("c0", 1 << 30, CPUSet.of(3), frozenset({MemoryType.DRAM}))
+    fail("update-container", wrapped(MemoryAllocationError(request, "node 3 full")))
+    fail("stop-pod", KeyError("bug"))
+    fail("run-pod", ValueError("bad request"))
+    assert rig.metrics.refusals == [
+        ("create-container", "policy"),
+        ("create-container", "cpu"),
+        ("update-container", "memory"),
+        ("stop-pod", "internal"),
+        ("run-pod", "invalid-request"),
+    ]
+    assert all(reason in REFUSAL_CLASSES for _, reason in rig.metrics.refusals)
+    assert refusal_class(OperationFailedError("x", "y", "z", internal=True)) == "internal"

@@ -3,6 +3,7 @@
 from nrirp.adapters.memory.clock import FakeClock
 from nrirp.adapters.memory.decisions import RecordingDecisionLog, RecordingMetrics
 from nrirp.adapters.memory.host_control import HostCall, InMemoryHostControl
+from nrirp.adapters.memory.last_decisions import LastDecisions
 from nrirp.adapters.memory.runtime_updates import RecordingRuntimeUpdates
 from nrirp.adapters.memory.state_store import InMemoryStateStore
 from nrirp.adapters.memory.timers import ManualTimer, ManualTimers
@@ -12,6 +13,7 @@ __all__ = [
     "HostCall",
     "InMemoryHostControl",
     "InMemoryStateStore",
+    "LastDecisions",
     "ManualTimer",
     "ManualTimers",
     "RecordingDecisionLog",

@@ -28,8 +28,9 @@ import logging
 import os
 import stat
 import threading
+import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from nrirp.adapters.storage.atomic import remove_stale_temps, write_atomically
@@ -62,7 +63,8 @@ class FileStateStore:
     ``max_depth`` or not a JSON object.
 
     With ``background=True`` (the default) the mapping passed to :meth:`save` is kept until the
-    writer has encoded it, as the :class:`StateStore` contract allows.
+    writer has encoded it, as the :class:`StateStore` contract allows. ``on_write(seconds, ok)``
+    is told about every write of the file (on the writer's thread), e.g. for metrics.
     """
 
     def __init__(
@@ -75,8 +77,10 @@ class FileStateStore:
         retry_interval: float = 1.0,
         max_size: int = MAX_STATE_FILE_SIZE,
         max_depth: int = MAX_STATE_DEPTH,
+        on_write: Callable[[float, bool], None] | None = None,
     ) -> None:
         self._dir = os.fspath(directory)
+        self._on_write = on_write
         self._name = name
         self._path = os.path.join(self._dir, name)
         self._encoder = SnapshotJsonEncoder()
@@ -278,6 +282,19 @@ class FileStateStore:
                 self._cond.notify_all()
 
     def _write(self, snapshot: Mapping[str, Any]) -> None:
+        observer = self._on_write
+        if observer is None:
+            self._write_file(snapshot)
+            return
+        started = time.monotonic()
+        try:
+            self._write_file(snapshot)
+        except StateStoreError:
+            observer(time.monotonic() - started, False)
+            raise
+        observer(time.monotonic() - started, True)
+
+    def _write_file(self, snapshot: Mapping[str, Any]) -> None:
         try:
             data = self._encoder.encode(snapshot).encode()
         except (TypeError, ValueError) as exc:

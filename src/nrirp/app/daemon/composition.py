@@ -5,12 +5,20 @@ from __future__ import annotations
 from dependency_injector import containers, providers
 
 from nrirp.adapters.cgroups import CgroupfsHostControl
-from nrirp.adapters.nri.resmgr.plugin import ResourceManagerPlugin
+from nrirp.adapters.memory import LastDecisions
+from nrirp.adapters.metrics import MetricsRecorder
+from nrirp.adapters.nri.resmgr.plugin import ConnectionObserver, ResourceManagerPlugin
 from nrirp.adapters.nri.resmgr.service import PluginService
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
-from nrirp.adapters.nri.stub import Stub
+from nrirp.adapters.nri.stub import CloseHook, Stub
 from nrirp.adapters.storage import FileStateStore
+from nrirp.adapters.system import LoggingDecisionLog
 from nrirp.app.composition import Adapters, core_over
+from nrirp.app.daemon.health import RuntimeConnection
+from nrirp.app.daemon.observability import Observability
+from nrirp.app.daemon.status import ConfigState
+from nrirp.domain.ports.decisions import DecisionLog
+from nrirp.domain.ports.metrics import Metrics
 
 DEFAULT_STATE_DIR = "/var/lib/nrirp"
 DEFAULT_CGROUP_ROOT = "/sys/fs/cgroup"
@@ -18,8 +26,8 @@ DEFAULT_PLUGIN_NAME = "resource-manager"
 DEFAULT_PLUGIN_INDEX = "90"
 
 
-def file_state_store(state_dir: str | None) -> FileStateStore:
-    return FileStateStore(state_dir or DEFAULT_STATE_DIR)
+def file_state_store(state_dir: str | None, recorder: MetricsRecorder) -> FileStateStore:
+    return FileStateStore(state_dir or DEFAULT_STATE_DIR, on_write=recorder.state_written)
 
 
 def cgroupfs_host_control(root: str | None) -> CgroupfsHostControl:
@@ -31,6 +39,7 @@ def nri_stub(
     name: str | None,
     index: str | None,
     socket_path: str | None,
+    on_close: CloseHook | None = None,
 ) -> Stub:
     """The plugin's stub: external (``socket_path``, reconnecting) unless the runtime started
     the process (``NRI_PLUGIN_SOCKET``); name and index default like the reference's."""
@@ -39,17 +48,39 @@ def nri_stub(
         name=name,
         index=index,
         socket_path=socket_path,
+        on_close=on_close,
         default_name=DEFAULT_PLUGIN_NAME,
         default_index=DEFAULT_PLUGIN_INDEX,
     )
 
 
+def as_metrics(recorder: MetricsRecorder) -> Metrics:
+    return recorder
+
+
+def as_decision_log(decisions: LastDecisions) -> DecisionLog:
+    return decisions
+
+
+def connection_observer(connection: RuntimeConnection) -> ConnectionObserver:
+    return connection.observer()
+
+
+def connection_close_hook(connection: RuntimeConnection) -> CloseHook:
+    return connection.lost
+
+
 class DaemonAdapters(Adapters):
     """The base set, with the state file under ``state_dir`` (``/var/lib/nrirp``), cgroupfs
-    under ``cgroup_root`` (``/sys/fs/cgroup``) for what NRI cannot carry, and updates sent
-    over NRI."""
+    under ``cgroup_root`` (``/sys/fs/cgroup``) for what NRI cannot carry, updates sent over
+    NRI, metrics recorded for export (``recorder``, also told of state writes) and each
+    container's last decision remembered for ``nrirp status`` (``decisions``)."""
 
-    state_store = providers.Singleton(file_state_store, Adapters.config.state_dir)
+    recorder = providers.Singleton(MetricsRecorder)
+    metrics: providers.Provider[Metrics | None] = providers.Callable(as_metrics, recorder)
+    decisions = providers.Singleton(LastDecisions, providers.Singleton(LoggingDecisionLog))
+    decision_log: providers.Provider[DecisionLog] = providers.Callable(as_decision_log, decisions)
+    state_store = providers.Singleton(file_state_store, Adapters.config.state_dir, recorder)
     host_control = providers.Singleton(cgroupfs_host_control, Adapters.config.cgroup_root)
     runtime_updates = providers.Singleton(NriRuntimeUpdates)
 
@@ -57,6 +88,10 @@ class DaemonAdapters(Adapters):
 class DaemonContainer(containers.DeclarativeContainer):
     """``nrirp run``: :class:`DaemonAdapters` feeding the core, and the NRI ``plugin``, its
     ``stub`` and the ``service`` running both.
+
+    ``connection`` follows the runtime connection (readiness, metrics), ``config_state`` the
+    configuration's source and generation, and ``observability`` serves the metrics, health and
+    status endpoints.
 
     Configuration keys: those of the core and the adapters, plus ``nri_socket``
     (``/var/run/nri/nri.sock``), ``plugin_name`` (``resource-manager``) and ``plugin_index``
@@ -66,10 +101,30 @@ class DaemonContainer(containers.DeclarativeContainer):
     adapters = providers.Container(DaemonAdapters, config=config)
     core = core_over(adapters, config)
 
+    connection = providers.Singleton(RuntimeConnection, adapters.recorder)
+    config_state = providers.Singleton(ConfigState)
     plugin = providers.Singleton(
-        ResourceManagerPlugin, core.resource_manager, adapters.runtime_updates
+        ResourceManagerPlugin,
+        core.resource_manager,
+        adapters.runtime_updates,
+        providers.Factory(connection_observer, connection),
     )
     stub = providers.Singleton(
-        nri_stub, plugin, config.plugin_name, config.plugin_index, config.nri_socket
+        nri_stub,
+        plugin,
+        config.plugin_name,
+        config.plugin_index,
+        config.nri_socket,
+        providers.Factory(connection_close_hook, connection),
     )
     service = providers.Singleton(PluginService, stub, adapters.runtime_updates)
+    observability = providers.Singleton(
+        Observability,
+        manager=core.resource_manager,
+        recorder=adapters.recorder,
+        connection=connection,
+        decisions=adapters.decisions,
+        config_state=config_state,
+        plugin_name=stub.provided.full_name,
+        state_dir=adapters.state_store.provided.directory,
+    )

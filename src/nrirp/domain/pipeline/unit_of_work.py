@@ -9,10 +9,11 @@
 :meth:`UnitOfWork.begin` takes the cache checkpoint and starts the operation's clock.
 :meth:`~UnitOfWork.commit` keeps the changes and publishes what the operation recorded, in this
 order: its decisions (one :meth:`~DecisionLog.decision_batch`), the annotation problems policies
-ran into, one state save, the operation's duration to :class:`Metrics`, then the updates it
-queued for the runtime. Leaving the block without committing rolls the cache back and drops
-those records; when an exception is the cause, the failure is logged and measured and the
-caller gets :class:`OperationFailedError` with the reason written for the operator.
+ran into, one state save, the operation's duration (and how many decisions it made) to
+:class:`Metrics`, then the updates it queued for the runtime. Leaving the block without
+committing rolls the cache back and drops those records; when an exception is the cause, the
+failure is logged and measured and the caller gets :class:`OperationFailedError` with the
+reason written for the operator (metrics get the reason's class, :func:`refusal_class`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 
 from nrirp.domain.cache import Cache, CacheCheckpoint, CacheError
+from nrirp.domain.cpuallocator import CPUAllocationError
+from nrirp.domain.memalloc import MemoryAllocationError
 from nrirp.domain.model import Container, ContainerChangeError, Update
-from nrirp.domain.pipeline.errors import OperationFailedError, PipelineError
+from nrirp.domain.pipeline.errors import NotStartedError, OperationFailedError, PipelineError
 from nrirp.domain.policy import PolicyError
 from nrirp.domain.ports.clock import Clock
 from nrirp.domain.ports.decisions import Decision, DecisionLog, Notice, Severity, batch_writer
@@ -38,6 +41,40 @@ def failure_reason(exc: BaseException) -> str:
     if not is_internal(exc):
         return text
     return f"internal error: {type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# refusal classes: what ran out (found anywhere in the chain: policies wrap allocator errors)
+_SHORTAGES: tuple[tuple[type[BaseException], str], ...] = (
+    (CPUAllocationError, "cpu"),
+    (MemoryAllocationError, "memory"),
+)
+# then what refused, by the error's own type (the first match wins)
+_REFUSERS: tuple[tuple[type[BaseException], str], ...] = (
+    (NotStartedError, "not-started"),
+    (PolicyError, "policy"),
+    (CacheError, "unknown-object"),
+    (ContainerChangeError, "invalid-change"),
+    (PipelineError, "pipeline"),
+    (ValueError, "invalid-request"),
+)
+REFUSAL_CLASSES = ("internal", *(n for _, n in _SHORTAGES), *(n for _, n in _REFUSERS))
+"""Every value :func:`refusal_class` returns."""
+
+
+def refusal_class(exc: BaseException) -> str:
+    """A short, fixed name for why an operation failed (a metric label, never free text):
+    ``internal`` for a bug, ``cpu`` or ``memory`` when an allocator ran out, else the kind of
+    error that refused (``policy``, ``not-started``, ``unknown-object``, ...)."""
+    if is_internal(exc):
+        return "internal"
+    cause = exc.__cause__ or exc.__context__
+    for error_type, name in _SHORTAGES:
+        if isinstance(exc, error_type) or isinstance(cause, error_type):
+            return name
+    for error_type, name in _REFUSERS:
+        if isinstance(exc, error_type):
+            return name
+    return "internal"  # pragma: no cover - is_internal() covers every other type
 
 
 def is_internal(exc: BaseException) -> bool:
@@ -127,6 +164,8 @@ class UnitOfWork:
         if self._decisions:
             decisions, self._decisions = self._decisions, []  # handed over: the log may keep it
             self._log_decisions(decisions)
+            if self._metrics is not None:
+                self._metrics.observe_decisions(self.operation, len(decisions))
         self.decided.clear()
         for name, problem in self._annotation_problems():
             self._log.notice(Notice("annotations", f"container {name}: {problem}"))
@@ -161,6 +200,7 @@ class UnitOfWork:
             self._metrics.observe_operation(
                 operation, self._clock.monotonic() - self._started_at, False
             )
+            self._metrics.observe_refusal(operation, refusal_class(exc))
         raise OperationFailedError(operation, subject, reason, internal=is_internal(exc)) from exc
 
     def __enter__(self) -> UnitOfWork:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.resmgr.translate import (
@@ -43,16 +43,37 @@ M = TypeVar("M")
 T = TypeVar("T")
 
 
-class ResourceManagerPlugin(Plugin):
-    """Relays NRI requests and events to ``manager``; policy updates go out via ``updates``."""
+class ConnectionObserver(Protocol):
+    """Told when the runtime configures the plugin (once per connection) and when it has
+    synchronized (the daemon's readiness and metrics)."""
 
-    def __init__(self, manager: ResourceManager, updates: NriRuntimeUpdates) -> None:
+    def configured(self, runtime: str, version: str) -> None: ...
+
+    def synchronized(self) -> None: ...
+
+
+class ResourceManagerPlugin(Plugin):
+    """Relays NRI requests and events to ``manager``; policy updates go out via ``updates``;
+    ``observer`` (optional) hears of each configuration and synchronization."""
+
+    def __init__(
+        self,
+        manager: ResourceManager,
+        updates: NriRuntimeUpdates,
+        observer: ConnectionObserver | None = None,
+    ) -> None:
         self.manager = manager
         self.updates = updates
+        self.observer = observer
         updates.bind_failures(manager.updates_failed)
         self.synchronizations = 0
 
     # ------------------------------------------------------------------ requests
+    async def configure(self, request: api_pb2.ConfigureRequest) -> None:
+        if self.observer is not None:
+            self.observer.configured(request.runtime_name, request.runtime_version)
+        return None  # every event the plugin handles
+
     async def synchronize(
         self, pods: Sequence[api_pb2.PodSandbox], containers: Sequence[api_pb2.Container]
     ) -> list[api_pb2.ContainerUpdate]:
@@ -61,6 +82,8 @@ class ResourceManagerPlugin(Plugin):
         before = {c.id for c in self.manager.containers()}
         updates = self.manager.synchronize(domain_pods, domain_containers)
         self.synchronizations += 1
+        if self.observer is not None:
+            self.observer.synchronized()
         after = {c.id for c in self.manager.containers()}
         reported = {c.id for c in domain_containers}
         gone = sorted(before - after)

@@ -1,0 +1,127 @@
+"""``HttpServer``: GET routes served by a threading HTTP server (standard library only).
+
+The server runs on daemon threads of its own, so a slow client or a scrape never holds up
+the event loop that serves NRI; a route that needs the pipeline's state asks the loop for it
+(see ``app/daemon/observability.py``). Routes are exact paths (a query string is ignored);
+other paths get 404, other methods 405.
+"""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import re
+import socket
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from nrirp.adapters.http.response import Response, Route
+
+log = logging.getLogger("nrirp.http")
+
+_ENDPOINT = re.compile(
+    r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9_.-]*)):(?P<port>\d{1,5})"
+)
+
+
+def parse_endpoint(endpoint: str) -> tuple[str, int, socket.AddressFamily]:
+    """``host:port``, ``:port`` (every IPv4 address) or ``[v6addr]:port`` to (host, port,
+    family). Raises ``ValueError`` naming the endpoint."""
+    match = _ENDPOINT.fullmatch(endpoint)
+    if match is None or int(match["port"]) > 65535:
+        raise ValueError(f"invalid HTTP endpoint {endpoint!r}: expected '[host]:port'")
+    port = int(match["port"])
+    if match["v6"] is not None:
+        return match["v6"], port, socket.AF_INET6
+    return match["host"] or "0.0.0.0", port, socket.AF_INET
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    routes: Mapping[str, Route] = {}
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _Server
+    timeout = 10
+    protocol_version = "HTTP/1.0"
+    server_version = "nrirp"
+    sys_version = ""
+
+    def do_GET(self) -> None:
+        self._serve(body=True)
+
+    def do_HEAD(self) -> None:
+        self._serve(body=False)
+
+    def _serve(self, *, body: bool) -> None:
+        route = self.server.routes.get(self.path.split("?", 1)[0])
+        if route is None:
+            response = Response(404, b"not found\n")
+        else:
+            try:
+                response = route()
+            except Exception:
+                log.exception("HTTP %s failed", self.path)
+                response = Response(500, b"internal error\n")
+        self.send_response(response.status)
+        self.send_header("Content-Type", response.content_type)
+        self.send_header("Content-Length", str(len(response.body)))
+        self.end_headers()
+        if body:
+            self.wfile.write(response.body)
+
+    def _refuse(self) -> None:
+        self.send_error(405, "only GET and HEAD")
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = _refuse
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+
+class HttpServer:
+    """Serves ``routes`` (path -> :data:`Route`) on ``endpoint`` (``host:port``, ``:port`` or
+    ``[v6]:port``; port 0 picks a free one, see :attr:`port`)."""
+
+    def __init__(self, endpoint: str, routes: Mapping[str, Route]) -> None:
+        self.endpoint = endpoint
+        self.routes = dict(routes)
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Bind and serve on a thread. Raises ``ValueError`` for a bad endpoint and
+        ``OSError`` if it cannot bind."""
+        host, port, family = parse_endpoint(self.endpoint)
+
+        class Server(_Server):
+            address_family = family
+            routes = self.routes
+
+        server = Server((host, port), _Handler)
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.5},
+            name="nrirp-http",
+            daemon=True,
+        )
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        """The bound port (0 before :meth:`start`)."""
+        return int(self._server.server_address[1]) if self._server is not None else 0
+
+    def stop(self) -> None:
+        """Stop serving and close the socket (idempotent)."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join(5)

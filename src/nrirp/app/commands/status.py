@@ -1,0 +1,180 @@
+"""``nrirp status``: ask a running daemon what it decided.
+
+Reads the daemon's status report from its socket ``<state-dir>/status.sock`` (0600: run it as
+the daemon's user, e.g. ``kubectl exec``), or from ``http://ENDPOINT/status`` with ``--http``,
+and prints the policy, the configuration's source and generation, the runtime connection and
+readiness, the pools or balloons with their CPUs and memory nodes, and every container with
+its CPUs, memory nodes and the reason of its last decision. ``--json`` prints the report as
+the daemon sent it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+from typing import Any
+
+from nrirp.app.commands.common.parsing import add_command_parser
+
+HELP = "show what a running daemon decided (its status socket or HTTP endpoint)"
+
+EXIT_OK = 0
+EXIT_UNREACHABLE = 1
+EXIT_NOT_READY = 3
+EXIT_CODES = {
+    EXIT_OK: "the daemon answered and is ready",
+    EXIT_UNREACHABLE: "no answer (no daemon, wrong --state-dir, no permission) or a bad answer",
+    EXIT_NOT_READY: "the daemon answered but is not ready (see the runtime line)",
+}
+
+STATUS_SOCKET = "status.sock"
+TIMEOUT = 10.0
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    parser = add_command_parser(subparsers, "status", HELP, "docs/deploy.md", EXIT_CODES)
+    parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        default="/var/lib/nrirp",
+        help="the daemon's state directory, holding status.sock (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="ask http://HOST:PORT/status (the daemon's instrumentation.httpEndpoint) instead",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        raw = _fetch_http(args.http) if args.http else _fetch_socket(args.state_dir)
+        report = json.loads(raw)
+        if not isinstance(report, dict):
+            raise ValueError("the answer is not a JSON object")
+    except (OSError, ValueError) as exc:
+        where = f"http://{args.http}/status" if args.http else f"{args.state_dir}/{STATUS_SOCKET}"
+        print(f"nrirp status: no answer from {where}: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render(report))
+    return EXIT_OK if report.get("ready") else EXIT_NOT_READY
+
+
+def _fetch_socket(state_dir: str) -> bytes:
+    path = f"{state_dir.rstrip('/')}/{STATUS_SOCKET}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(TIMEOUT)
+        sock.connect(path)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _fetch_http(endpoint: str) -> bytes:
+    import urllib.request
+
+    host = endpoint
+    if host.startswith(":"):
+        host = "127.0.0.1" + host
+    with urllib.request.urlopen(f"http://{host}/status", timeout=TIMEOUT) as answer:
+        body: bytes = answer.read()
+    return body
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as text: a header, the resource groups, then one row per container."""
+    config = report.get("config") or {}
+    runtime = report.get("runtime") or {}
+    lines = [
+        f"policy:     {report.get('policy', '?')} (nrirp {report.get('version', '?')}, "
+        f"plugin {report.get('plugin', '?')})",
+        f"config:     {config.get('source', '?')}, generation {config.get('generation', '?')}",
+    ]
+    reload = config.get("last_reload")
+    if reload:
+        detail = f": {reload['detail']}" if reload.get("detail") else ""
+        lines.append(f"last reload: {reload.get('result')} ({reload.get('trigger')}){detail}")
+    state = "connected" if runtime.get("connected") else "not connected"
+    if runtime.get("connected"):
+        state += ", synchronized" if runtime.get("synchronized") else ", not synchronized"
+    lines.append(
+        f"runtime:    {runtime.get('runtime') or '-'}: {state} "
+        f"(connections {runtime.get('connections', 0)})"
+    )
+    ready = "yes" if report.get("ready") else "no"
+    reasons = "; ".join(report.get("ready_reasons") or [])
+    lines.append(f"ready:      {ready}" + (f" ({reasons})" if reasons else ""))
+    groups = report.get("groups") or []
+    kind = report.get("groups_kind") or ""
+    if groups:
+        lines.append("")
+        lines.extend(_table(_group_rows(kind, groups)))
+    containers = report.get("containers") or []
+    lines.append("")
+    if containers:
+        rows = [["NAMESPACE", "POD", "CONTAINER", "STATE", "CPUS", "MEMS", "REASON"]]
+        for ctr in containers:
+            rows.append(
+                [
+                    ctr.get("namespace") or "-",
+                    ctr.get("pod") or "-",
+                    ctr.get("name") or ctr.get("id", "-"),
+                    ctr.get("state") or "-",
+                    ctr.get("cpus") or "-",
+                    ctr.get("mems") or "-",
+                    ctr.get("reason") or "-",
+                ]
+            )
+        lines.extend(_table(rows))
+    else:
+        lines.append("no containers")
+    return "\n".join(lines) + "\n"
+
+
+def _group_rows(kind: str, groups: list[dict[str, Any]]) -> list[list[str]]:
+    if kind == "balloons":
+        rows = [["BALLOON", "TYPE", "CPUS", "IDLE CPUS", "MEMS", "CONTAINERS"]]
+        for g in groups:
+            rows.append(
+                [
+                    g.get("name", ""),
+                    g.get("type", ""),
+                    g.get("cpus") or "-",
+                    g.get("shared_idle_cpus") or "-",
+                    g.get("mems") or "-",
+                    str(len(g.get("containers") or [])),
+                ]
+            )
+        return rows
+    rows = [["POOL", "KIND", "CPUS", "SHARED", "RESERVED", "ISOLATED", "MEMS", "CONTAINERS"]]
+    for g in groups:
+        rows.append(
+            [
+                g.get("name", ""),
+                g.get("kind", ""),
+                g.get("cpus") or "-",
+                g.get("shared") or "-",
+                g.get("reserved") or "-",
+                g.get("isolated") or "-",
+                g.get("mems") or "-",
+                str(len(g.get("containers") or [])),
+            ]
+        )
+    return rows
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]

@@ -1,0 +1,154 @@
+"""What ``nrirp status`` shows: the daemon's own account of its state, as JSON-compatible data.
+
+Built on the event loop that runs the pipeline (so it reads the pipeline between requests,
+never during one): the policy and its configuration (source, generation, the last reload),
+the runtime connection, readiness, the policy's resource groups (pools or balloons with their
+CPUs and memory nodes, from the policy's ``describe()``, which is included whole as
+``policy_state``), and every container with its CPUs, memory nodes and last decision.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from nrirp import __version__
+from nrirp.adapters.memory import LastDecisions
+from nrirp.app.daemon.health import Health
+from nrirp.domain.pipeline import ResourceManager
+
+STATUS_VERSION = 1
+"""The version of the report's layout (``status_version``)."""
+
+
+@attrs.define
+class ConfigState:
+    """Where the configuration in force came from, its generation (1 at start, +1 for each
+    applied reload) and how the last reload ended."""
+
+    source: str = "defaults"
+    generation: int = 0
+    last_reload: Mapping[str, Any] | None = None
+
+    def loaded(self, source: str) -> None:
+        self.source = source
+        self.generation += 1
+
+    def reloaded(self, trigger: str, result: str, detail: str = "") -> None:
+        """Record a reload (``result``: applied, invalid or refused)."""
+        if result == "applied":
+            self.generation += 1
+        self.last_reload = {
+            "trigger": trigger,
+            "result": result,
+            "detail": detail,
+            "time": time.time(),
+        }
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "generation": self.generation,
+            "last_reload": dict(self.last_reload) if self.last_reload else None,
+        }
+
+
+def status_report(
+    *,
+    manager: ResourceManager,
+    health: Health,
+    config: ConfigState,
+    decisions: LastDecisions | None,
+    plugin_name: str,
+) -> dict[str, Any]:
+    """The report (call it on the pipeline's thread)."""
+    conn = health.connection
+    ready = health.readiness()
+    containers = manager.containers() if manager.started else []
+    pods = {p.id: p for p in (manager.pods() if manager.started else [])}
+    described = dict(manager.describe()) if manager.started else {}
+    last = decisions.last if decisions is not None else {}
+    if decisions is not None:
+        decisions.forget_others({c.id for c in containers})
+    rows = []
+    for ctr in sorted(containers, key=lambda c: _sort_key(c, pods)):
+        pod = pods.get(ctr.pod_id)
+        decision = last.get(ctr.id)
+        rows.append(
+            {
+                "id": ctr.id,
+                "name": ctr.name,
+                "pod": pod.name if pod else "",
+                "namespace": pod.namespace if pod else "",
+                "state": ctr.state.value,
+                "cpus": "" if ctr.cpus is None else str(ctr.cpus),
+                "mems": "" if ctr.mems is None else str(ctr.mems),
+                "reason": decision.reason if decision else "",
+                "operation": decision.operation if decision else "",
+            }
+        )
+    kind, groups = resource_groups(described)
+    return {
+        "status_version": STATUS_VERSION,
+        "version": __version__,
+        "policy": manager.policy.name,
+        "plugin": plugin_name,
+        "config": config.report(),
+        "runtime": {
+            "connected": conn.connected,
+            "synchronized": conn.synchronized,
+            "runtime": conn.runtime,
+            "connections": conn.connections,
+            "last_loss": conn.last_loss,
+        },
+        "ready": ready.ok,
+        "ready_reasons": list(ready.reasons),
+        "groups_kind": kind,
+        "groups": groups,
+        "containers": rows,
+        "policy_state": described,
+    }
+
+
+def _sort_key(ctr: Any, pods: Mapping[str, Any]) -> tuple[str, str, str]:
+    pod = pods.get(ctr.pod_id)
+    return (pod.namespace if pod else "", pod.name if pod else "", ctr.name)
+
+
+def resource_groups(described: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """The policy's pools or balloons from its ``describe()``, each with ``name``, ``cpus``,
+    ``mems`` and ``containers`` (plus what the policy adds): ``("balloons", [...])``,
+    ``("pools", [...])``, or ``("", [])`` for a policy that has neither."""
+    if isinstance(described.get("balloons"), list):
+        return "balloons", [_balloon(b) for b in described["balloons"]]
+    if isinstance(described.get("pools"), list):
+        return "pools", [_pool(p) for p in described["pools"]]
+    return "", []
+
+
+def _balloon(balloon: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "name": balloon.get("name", ""),
+        "type": balloon.get("type", ""),
+        "cpus": balloon.get("cpus", ""),
+        "shared_idle_cpus": balloon.get("shared_idle_cpus", ""),
+        "mems": balloon.get("mems", ""),
+        "containers": list(balloon.get("containers", [])),
+    }
+
+
+def _pool(pool: Mapping[str, Any]) -> dict[str, Any]:
+    grants = pool.get("grants") or {}
+    return {
+        "name": pool.get("name", ""),
+        "kind": pool.get("kind", ""),
+        "cpus": pool.get("cpus", ""),
+        "shared": pool.get("shared", ""),
+        "reserved": pool.get("reserved", ""),
+        "isolated": pool.get("isolated", ""),
+        "mems": pool.get("mems", ""),
+        "containers": sorted(str(g.get("container", cid)) for cid, g in grants.items()),
+    }

@@ -1,0 +1,110 @@
+"""Every set field that has no effect where it is loaded is named, with why; defaults and
+fields that act are not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nrirp.domain.config import load_policy_config
+from nrirp.domain.config.unapplied import DAEMON, Environment, unapplied_fields
+
+RESERVED = {"reservedResources": {"cpu": "750m"}}
+SIMULATOR = Environment(name="nrirp simulate")
+AGENT_DAEMON = Environment(
+    name="nrirp run", http_server=True, log_settings=True, kubernetes_agent=True
+)
+
+
+def paths(policy: str, spec: dict[str, Any], env: Environment = DAEMON) -> list[str]:
+    config = load_policy_config(policy, {**RESERVED, **spec})
+    return [f.path for f in unapplied_fields(config, env)]
+
+
+@pytest.mark.parametrize("policy", ["topology-aware", "balloons"])
+def test_the_defaults_warn_of_nothing(policy: str) -> None:
+    assert paths(policy, {}) == []
+    assert paths(policy, {}, SIMULATOR) == []
+    assert paths("template", {}) == []
+
+
+def test_host_control_classes_are_decided_but_not_applied() -> None:
+    spec = {
+        "cpuClasses": [{"name": "fast", "minFreq": 3000000}],
+        "controllableInterrupts": ["17"],
+        "control": {
+            "cpu": {"classes": {"slow": {"maxFreq": 1000000}}},
+            "rdt": {"enable": True},
+            "blockio": {"classes": {"bulk": [{"Weight": 100}]}},
+        },
+    }
+    config = load_policy_config("topology-aware", {**RESERVED, **spec})
+    found = {f.path: f for f in unapplied_fields(config, DAEMON)}
+    assert list(found) == [
+        "cpuClasses",
+        "controllableInterrupts",
+        "control.cpu.classes",
+        "control.rdt",
+        "control.blockio",
+    ]
+    assert str(found["cpuClasses"]) == (
+        "cpuClasses: fast: CPU classes are decided but not applied: no host adapter applies it yet"
+    )
+    assert found["control.blockio"].value == "not enabled, bulk"
+
+
+def test_instrumentation_fields_nothing_implements_are_named() -> None:
+    spec = {
+        "instrumentation": {
+            "httpEndpoint": ":8891",
+            "prometheusExport": True,
+            "metricsExporter": "otlp-grpc",
+            "tracingCollector": "http://jaeger:14268",
+            "samplingRatePerMillion": 1000,
+            "logExporter": "otlp-http",
+            "logExportPeriod": "10s",
+            "metrics": {"enabled": ["policy", "l3*"], "polled": ["buildinfo"]},
+        }
+    }
+    assert paths("balloons", spec) == [
+        "instrumentation.metrics.enabled",  # l3*: the reference's RDT group, none here
+        "instrumentation.metricsExporter",
+        "instrumentation.tracingCollector",
+        "instrumentation.samplingRatePerMillion",
+        "instrumentation.logExporter",
+        "instrumentation.logExportPeriod",
+    ]
+
+
+def test_prometheus_export_without_an_endpoint_serves_nothing_and_says_so() -> None:
+    config = load_policy_config(
+        "balloons", {**RESERVED, "instrumentation": {"prometheusExport": True}}
+    )
+    [field] = unapplied_fields(config, DAEMON)
+    assert field.path == "instrumentation.prometheusExport"
+    assert "httpEndpoint is empty" in field.why
+
+
+def test_outside_the_daemon_the_server_and_log_settings_are_not_applied() -> None:
+    spec = {
+        "instrumentation": {
+            "httpEndpoint": ":8891",
+            "prometheusExport": True,
+            "reportPeriod": "5s",
+        },
+        "log": {"debug": ["policy"], "source": True, "klog": {"v": 4, "skip_headers": True}},
+        "agent": {"podResourceAPI": True},
+    }
+    assert paths("topology-aware", spec, SIMULATOR) == [
+        "log.debug",
+        "log.source",
+        "log.klog",
+        "instrumentation.httpEndpoint",
+        "instrumentation.prometheusExport",
+        "instrumentation.reportPeriod",
+        "agent.podResourceAPI",
+    ]
+    # the daemon applies the server and log settings; klog is the Go reference's
+    assert paths("topology-aware", spec) == ["log.klog", "agent.podResourceAPI"]
+    assert paths("topology-aware", spec, AGENT_DAEMON) == ["log.klog"]
