@@ -74,8 +74,14 @@ def load_config_file(policy: str, path: str, specs: PolicySpecs) -> PolicyConfig
     return load_policy_config(policy, read_config_file(path), specs)
 
 
+ReloadResult = Callable[[str, str, "PolicyConfig | None", str], None]
+"""``(trigger, result, config, detail)`` after each reload: ``applied`` (with the config now in
+force), ``invalid`` (did not read, parse or validate) or ``refused`` (by the policy)."""
+
+
 class ConfigReloader:
-    """Reloads ``path`` on request (:meth:`request`) and when it changes (:meth:`watch`)."""
+    """Reloads ``path`` on request (:meth:`request`) and when it changes (:meth:`watch`);
+    ``on_result`` hears how each reload ended."""
 
     def __init__(
         self,
@@ -85,6 +91,7 @@ class ConfigReloader:
         specs: PolicySpecs,
         *,
         load: Callable[[str, str, PolicySpecs], PolicyConfig] = load_config_file,
+        on_result: ReloadResult | None = None,
     ) -> None:
         self.manager = manager
         self.policy = policy
@@ -92,6 +99,7 @@ class ConfigReloader:
         self.specs = specs
         self.watcher = ConfigFileWatcher(path)
         self._load = load
+        self._on_result = on_result
         self._pending: str | None = None
         self._task: asyncio.Task[None] | None = None
         self.completed = 0
@@ -132,6 +140,10 @@ class ConfigReloader:
                 log.exception("reload (%s): internal error; the old configuration stays", trigger)
             self.completed += 1
 
+    def _report(self, trigger: str, result: str, config: PolicyConfig | None, detail: str) -> None:
+        if self._on_result is not None:
+            self._on_result(trigger, result, config, detail)
+
     async def _reload(self, trigger: str) -> None:
         path = self.path
         self.watcher.mark_seen()
@@ -144,8 +156,15 @@ class ConfigReloader:
                 f"reload ({trigger}): new configuration {path} not applied, the old one stays",
                 exc,
             )
+            self._report(trigger, "invalid", None, str(exc).splitlines()[0])
             return
         outcome = self.manager.reconfigure(config)  # on the loop: serialized with requests
+        self._report(
+            trigger,
+            "applied" if outcome.applied else "refused",
+            config if outcome.applied else None,
+            outcome.reason or "",
+        )
         if outcome.applied:
             log.info(
                 "reload (%s): configuration %s applied; %d container updates",
