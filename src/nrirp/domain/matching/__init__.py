@@ -27,6 +27,7 @@ from nrirp.domain.matching.keys import (
     key_value,
     split_joint_key,
 )
+from nrirp.domain.matching.namespaces import NamespaceFilter
 
 __all__ = [
     "NEGATIONS",
@@ -37,6 +38,7 @@ __all__ = [
     "JointKey",
     "KeyResolver",
     "MappingKeys",
+    "NamespaceFilter",
     "compile_predicate",
     "container_predicate",
     "container_reader",

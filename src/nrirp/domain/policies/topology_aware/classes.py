@@ -6,7 +6,6 @@ import attrs
 
 from nrirp.domain.config import ControlConfig, IOClass, SchedulingClass
 from nrirp.domain.config import QoSClass as ConfigQoS
-from nrirp.domain.config.policy_checks import cpu_class_names
 from nrirp.domain.config.topology_aware import TopologyAwarePolicySpec
 from nrirp.domain.model import (
     IOPriority,
@@ -15,6 +14,7 @@ from nrirp.domain.model import (
     Scheduling,
     SchedulingPolicy,
 )
+from nrirp.domain.policies.topology_aware.config_index import ConfigIndex
 from nrirp.domain.policies.topology_aware.preferences import (
     BLOCKIO_CLASS,
     CPU_CLASS,
@@ -48,7 +48,7 @@ class Classes:
     irq_affinity: str | None = None
 
 
-def _known(names: list[str] | set[str]) -> str:
+def _known(names: list[str] | set[str] | frozenset[str]) -> str:
     return ", ".join(sorted(names)) or "none are configured"
 
 
@@ -86,9 +86,13 @@ def choose_classes(
     qos: QOSClass,
     label: str,
     reader: PolicyAnnotations,
+    index: ConfigIndex | None = None,
 ) -> Classes:
-    """The container's classes; raises :class:`PolicyError` for a class that is not defined."""
-    by_name = {c.name: c for c in spec.scheduling_classes}
+    """The container's classes; raises :class:`PolicyError` for a class that is not defined.
+    ``index``: the configuration's (the policy keeps one; built here when not given)."""
+    if index is None:
+        index = ConfigIndex.of(spec, control)
+    by_name = index.scheduling_classes
     sched_name = reader.raw(SCHEDULING_CLASS)
     source = "annotation scheduling-class"
     if sched_name is None:
@@ -109,14 +113,14 @@ def choose_classes(
 
     cpu_class = reader.raw(CPU_CLASS)
     if cpu_class is not None:
-        known = cpu_class_names(spec.cpu_classes, control)
+        known = index.cpu_classes
         if cpu_class not in known:
             raise PolicyError(
                 f"{label}: CPU class {cpu_class!r} (annotation cpu-class) is not defined "
                 f"(cpuClasses / control.cpu.classes: {_known(known)})"
             )
 
-    rdt_names = control.rdt.class_names()
+    rdt_names = index.rdt_classes
     rdt = reader.raw(RDT_CLASS)
     if rdt is not None and rdt_names and rdt not in rdt_names:
         raise PolicyError(
@@ -126,7 +130,7 @@ def choose_classes(
     if rdt is None and control.rdt.use_pod_qos_as_default_class and qos.value in rdt_names:
         rdt = qos.value
 
-    blockio_names = set(control.blockio.classes)
+    blockio_names = index.blockio_classes
     blockio = reader.raw(BLOCKIO_CLASS)
     if blockio is not None and blockio_names and blockio not in blockio_names:
         raise PolicyError(

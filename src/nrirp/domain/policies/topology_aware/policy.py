@@ -29,6 +29,7 @@ from nrirp.domain.policies.topology_aware.classes import (
     choose_classes,
     default_cpu_class,
 )
+from nrirp.domain.policies.topology_aware.config_index import ConfigIndex
 from nrirp.domain.policies.topology_aware.export import describe, metrics, topology_zones
 from nrirp.domain.policies.topology_aware.grants import (
     TAG_CPU_CLASS,
@@ -96,6 +97,7 @@ class TopologyAwarePolicy:
         self._ctx: PolicyContext | None = None
         self._spec: TopologyAwarePolicySpec = default_spec()
         self._control = ControlConfig()
+        self._index = ConfigIndex.of(self._spec, self._control)
         self._cpu_allocator: CPUAllocator | None = None
         self._alloc: Allocations | None = None
         self._timers: dict[str, Any] = {}
@@ -117,11 +119,11 @@ class TopologyAwarePolicy:
 
     # ================================================================== lifecycle
     def start(self, ctx: PolicyContext, config: PolicyConfig | None) -> None:
-        spec, control = self._config_parts(config)
+        spec, control, index = self._config_parts(config)
         self._ctx = ctx
         self._cpu_allocator = CPUAllocator(ctx.machine)
         alloc = Allocations(ctx.machine, spec, self._cpu_allocator)
-        self._spec, self._control, self._alloc = spec, control, alloc
+        self._spec, self._control, self._index, self._alloc = spec, control, index, alloc
         data = ctx.cache.policy_data(self.name) or {}
         deadlines = _deadlines(data)
         entries = [(c, saved_grant(c.tags)) for c in ctx.cache.active_containers()]
@@ -129,7 +131,7 @@ class TopologyAwarePolicy:
         self._apply()
 
     def reconfigure(self, config: PolicyConfig) -> None:
-        spec, control = self._config_parts(config)
+        spec, control, index = self._config_parts(config)
         old = self.allocations
         assert self._cpu_allocator is not None
         alloc = Allocations(self.ctx.machine, spec, self._cpu_allocator)
@@ -144,24 +146,27 @@ class TopologyAwarePolicy:
             entries.append((ctr, _saved_of(grant)))
             if grant.cold_start_until is not None:
                 deadlines[ctr.id] = grant.cold_start_until
-        prev = (self._spec, self._control, self._alloc)
-        self._spec, self._control, self._alloc = spec, control, alloc
+        prev = (self._spec, self._control, self._index, self._alloc)
+        self._spec, self._control, self._index, self._alloc = spec, control, index, alloc
         try:
             self._readmit(alloc, entries, deadlines=deadlines, strict=True)
         except Exception:
-            self._spec, self._control, self._alloc = prev
+            self._spec, self._control, self._index, self._alloc = prev
             raise
         alloc.mark_all_dirty()
         self._apply()
 
     def _config_parts(
         self, config: PolicyConfig | None
-    ) -> tuple[TopologyAwarePolicySpec, ControlConfig]:
+    ) -> tuple[TopologyAwarePolicySpec, ControlConfig, ConfigIndex]:
+        """The spec, the control block and their lookups compiled (once per config)."""
         if config is None:
-            return default_spec(), ControlConfig()
+            spec, control = default_spec(), ControlConfig()
+            return spec, control, ConfigIndex.of(spec, control)
         if config.policy != self.name or not isinstance(config.spec, TopologyAwarePolicySpec):
             raise PolicyError(f"topology-aware policy cannot use a {config.policy!r} configuration")
-        return config.spec, config.control
+        index = ConfigIndex.of(config.spec, config.control, config.privileged_annotations)
+        return config.spec, config.control, index
 
     def _readmit(
         self,
@@ -274,7 +279,7 @@ class TopologyAwarePolicy:
 
     def _request(self, pod: Pod | None, container: Container) -> tuple[Request, Classes]:
         reader = PolicyAnnotations(self.ctx.annotations(container))
-        request = build_request(self._spec, pod, container, reader)
+        request = build_request(self._spec, self._index, pod, container, reader)
         classes = choose_classes(
             self._spec,
             self._control,
@@ -282,6 +287,7 @@ class TopologyAwarePolicy:
             qos=request.qos,
             label=request.label,
             reader=reader,
+            index=self._index,
         )
         return request, classes
 

@@ -8,7 +8,6 @@ Unusable values are reported (the container is still served with the default).
 from __future__ import annotations
 
 import enum
-import fnmatch
 from typing import TypeVar
 
 import attrs
@@ -24,6 +23,7 @@ from nrirp.domain.model import (
     QOSClass,
     policy_key,
 )
+from nrirp.domain.policies.topology_aware.config_index import ConfigIndex
 from nrirp.domain.topology import MemoryType
 
 PREFER_ISOLATED = policy_key("prefer-isolated-cpus")
@@ -45,7 +45,8 @@ PICK_BY_HINTS = policy_key("pick-resources-by-hints")
 RDT_CLASS = policy_key("rdtclass")
 BLOCKIO_CLASS = policy_key("blockioclass")
 
-KUBE_SYSTEM = "kube-system"
+PRIVILEGED = (PREFER_RESERVED, CPU_PRESERVE, MEMORY_PRESERVE)
+"""Annotations ``privilegedAnnotations.allowedNamespaces`` may restrict (when ``true``)."""
 
 _E = TypeVar("_E", bound=enum.Enum)
 
@@ -134,11 +135,27 @@ def container_label(pod: Pod | None, container: Container) -> str:
     return f"{pod.namespace}/{pod.name}/{name}"
 
 
-def is_reserved_namespace(namespace: str, patterns: tuple[str, ...]) -> bool:
-    """kube-system, or a namespace matching one of ``reservedPoolNamespaces`` (globs)."""
-    if namespace == KUBE_SYSTEM:
-        return True
-    return any(fnmatch.fnmatchcase(namespace, p) for p in patterns)
+def is_reserved_namespace(namespace: str, index: ConfigIndex) -> bool:
+    """kube-system, or a namespace matching one of ``reservedPoolNamespaces`` (Go globs, as
+    the reference matches them), looked up in the configuration's compiled set."""
+    return index.reserved_namespaces.match(namespace)
+
+
+def _privileged_bool(
+    reader: PolicyAnnotations, key: str, index: ConfigIndex, namespace: str
+) -> bool | None:
+    """A privileged annotation's value; ``true`` where it is not allowed is reported and read
+    as not given."""
+    value = reader.get_optional_bool(key)
+    if value and not index.privileged.allows(namespace):
+        reader.problem(
+            key,
+            reader.raw(key) or "true",
+            f"not allowed in namespace {namespace!r} "
+            f"(privilegedAnnotations.allowedNamespaces: {index.privileged.describe()})",
+        )
+        return None
+    return value
 
 
 class PolicyAnnotations:
@@ -217,19 +234,23 @@ def _enum_value(reader: PolicyAnnotations, key: str, enum_type: type[_E], defaul
 
 def build_request(
     spec: TopologyAwarePolicySpec,
+    index: ConfigIndex,
     pod: Pod | None,
     container: Container,
     reader: PolicyAnnotations,
 ) -> Request:
-    """The container's request as the policy will try to serve it."""
+    """The container's request as the policy will try to serve it (``index``: the compiled
+    lookups of the configuration ``spec`` belongs to)."""
     qos = (pod.qos_class if pod is not None else None) or QOSClass.BURSTABLE
     namespace = pod.namespace if pod is not None else ""
     req = container.requirements
-    cpu_preserve = reader.get_bool(CPU_PRESERVE, False)
-    memory_preserve = reader.get_bool(MEMORY_PRESERVE, False)
+    cpu_preserve = bool(_privileged_bool(reader, CPU_PRESERVE, index, namespace))
+    memory_preserve = bool(_privileged_bool(reader, MEMORY_PRESERVE, index, namespace))
     priority = _enum_value(reader, PREFER_PRIORITY, CPUPriority, spec.default_cpu_priority)
     hide = reader.get_bool(HIDE_HYPERTHREADS, False)
-    cpu = _cpu_request(spec, qos, namespace, req.cpu_request, req.cpu_limit, reader, cpu_preserve)
+    cpu = _cpu_request(
+        spec, index, qos, namespace, req.cpu_request, req.cpu_limit, reader, cpu_preserve
+    )
     if priority is not CPUPriority.NONE or hide:
         cpu = attrs.evolve(cpu, priority=priority, hide_hyperthreads=hide)
 
@@ -273,6 +294,7 @@ def build_request(
 
 def _cpu_request(
     spec: TopologyAwarePolicySpec,
+    index: ConfigIndex,
     qos: QOSClass,
     namespace: str,
     request: int,
@@ -282,9 +304,9 @@ def _cpu_request(
 ) -> CPURequest:
     if preserve:
         return CPURequest(CPUKind.PRESERVE, shared=request, limit=limit)
-    prefer_reserved = reader.get_optional_bool(PREFER_RESERVED)
+    prefer_reserved = _privileged_bool(reader, PREFER_RESERVED, index, namespace)
     if prefer_reserved is None:
-        prefer_reserved = is_reserved_namespace(namespace, spec.reserved_pool_namespaces)
+        prefer_reserved = is_reserved_namespace(namespace, index)
     level: BurstableLevel | None = None
     if qos is QOSClass.BURSTABLE and limit is None:
         level = _enum_value(reader, UNLIMITED_BURSTABLE, BurstableLevel, spec.unlimited_burstable)
