@@ -17,6 +17,7 @@ import logging
 import signal
 from typing import TYPE_CHECKING, Any
 
+from nrirp.app.commands.common.agent import add_agent_arguments
 from nrirp.app.commands.common.hardware_source import add_memory_type_argument
 from nrirp.app.commands.common.parsing import (
     add_command_parser,
@@ -103,6 +104,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=1.0,
         help="how often to check the config file for changes; 0 disables (default: 1)",
     )
+    add_agent_arguments(parser)
     add_log_level_argument(parser, "info", "level of the daemon's log, on stderr")
     parser.add_argument(
         "--log-format", default="text", choices=["text", "json"], help="(default: %(default)s)"
@@ -123,8 +125,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from nrirp import __version__
+    from nrirp.adapters.kubernetes import ClusterError
     from nrirp.adapters.storage import StateDirectoryInUseError
     from nrirp.adapters.system import ConfigFileError
+    from nrirp.app.commands.common.agent import AgentSettingsError, agent_settings
     from nrirp.app.composition import PolicyModuleError
     from nrirp.app.daemon import DaemonContainer
     from nrirp.domain.config import ConfigError
@@ -165,6 +169,15 @@ def _run(args: argparse.Namespace) -> int:
         from nrirp.app.daemon.reload import log_config_error
 
         log_config_error(f"configuration {args.config_file} is invalid", exc)
+        return EXIT_CONFIG
+    try:
+        container.config.agent.from_value(agent_settings(args, core.policy_registry()))
+        container.adapters.container.kubernetes()  # lightkube only when the agent runs
+    except AgentSettingsError as exc:
+        log.error("%s", exc)
+        return EXIT_CONFIG
+    except ClusterError as exc:
+        log.error("node agent: %s", exc)
         return EXIT_CONFIG
     try:
         machine = core.machine()
@@ -248,6 +261,9 @@ class Daemon:
         self.service = container.service()
         self.reloader: ConfigReloader | None = None
         self.stop_signal: str | None = None
+        from nrirp.app.commands.common.agent import DaemonAgent
+
+        self.agent = DaemonAgent.of(container)
 
     async def serve(self) -> int:
         from nrirp.adapters.nri.stub import RegistrationError
@@ -268,6 +284,8 @@ class Daemon:
             if self.args.config_poll_interval > 0:
                 poller = asyncio.create_task(self.reloader.watch(self.args.config_poll_interval))
         code = EXIT_OK
+        if self.agent is not None:
+            await self.agent.start()
         try:
             await self.service.run()
         except RegistrationError as exc:
@@ -280,6 +298,8 @@ class Daemon:
                     await poller
             if self.reloader is not None:  # a reload in progress is not applied any more
                 await self.reloader.close()
+            if self.agent is not None:
+                await self.agent.stop()
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 loop.remove_signal_handler(sig)
         if code == EXIT_OK and self.stop_signal is None:
@@ -310,6 +330,8 @@ class Daemon:
         """Load the config file again (off the loop) and apply it; a bad one leaves the old
         config in force."""
         if self.reloader is None:
-            log.warning("%s: no --config-file to reload", trigger)
+            if self.agent is not None and self.agent.reapply(trigger):
+                return
+            log.warning("%s: no --config-file or custom resource to reload", trigger)
             return
         self.reloader.request(trigger)

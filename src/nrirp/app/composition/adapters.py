@@ -30,6 +30,7 @@ from nrirp.domain.ports.decisions import DecisionLog
 from nrirp.domain.ports.documents import AnnotationParser
 from nrirp.domain.ports.hardware import HardwareDiscovery
 from nrirp.domain.ports.host_control import HostControl
+from nrirp.domain.ports.kubernetes import Kubernetes
 from nrirp.domain.ports.metrics import Metrics
 from nrirp.domain.ports.state_store import StateStore
 from nrirp.domain.ports.timers import Timers
@@ -52,8 +53,9 @@ def sysfs_topology_hints(root: str | None) -> SysfsTopologyHints:
 class Adapters(Ports):
     """The base set: hardware and topology hints from sysfs, state in memory, no host
     control and no metrics, the system clock, decisions to the ``nrirp.decisions`` logger,
-    thread timers, the YAML annotation parser. ``runtime_updates`` has no default: the
-    environment provides it (the NRI plugin's, or the host agent's own)."""
+    thread timers, the YAML annotation parser, no node agent (``kubernetes``).
+    ``runtime_updates`` has no default: the environment provides it (the NRI plugin's, or
+    the host agent's own)."""
 
     config = providers.Configuration()
 
@@ -74,3 +76,4 @@ class Adapters(Ports):
     annotation_parser: providers.Provider[AnnotationParser] = providers.Singleton(
         YamlAnnotationParser
     )
+    kubernetes: providers.Provider[Kubernetes | None] = providers.Object(None)

@@ -29,6 +29,7 @@ from nrirp.domain.ports.decisions import DecisionLog
 from nrirp.domain.ports.documents import AnnotationParser
 from nrirp.domain.ports.hardware import HardwareDiscovery
 from nrirp.domain.ports.host_control import HostControl
+from nrirp.domain.ports.kubernetes import Kubernetes
 from nrirp.domain.ports.metrics import Metrics
 from nrirp.domain.ports.runtime_updates import RuntimeUpdates
 from nrirp.domain.ports.state_store import StateStore
@@ -53,6 +54,7 @@ class Ports(containers.DeclarativeContainer):
     topology_hints: providers.Provider[TopologyHintSource | None] = providers.Dependency()
     timers: providers.Provider[Timers] = providers.Dependency()
     annotation_parser: providers.Provider[AnnotationParser] = providers.Dependency()
+    kubernetes: providers.Provider[Kubernetes | None] = providers.Dependency()
 
 
 def discover_machine(hardware: HardwareDiscovery) -> Machine:
@@ -101,6 +103,7 @@ class CoreContainer(Ports):
         hints=Ports.topology_hints,
         timers=Ports.timers,
         annotation_parser=Ports.annotation_parser,
+        kubernetes=Ports.kubernetes,
         config_codec=config_codec,
     )
 

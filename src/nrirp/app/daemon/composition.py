@@ -14,10 +14,12 @@ from nrirp.adapters.nri.stub import CloseHook, Stub
 from nrirp.adapters.storage import FileStateStore
 from nrirp.adapters.system import LoggingDecisionLog
 from nrirp.app.composition import Adapters, core_over
+from nrirp.app.composition.node_agent import kubernetes_agent
 from nrirp.app.daemon.health import RuntimeConnection
 from nrirp.app.daemon.observability import Observability
 from nrirp.app.daemon.status import ConfigState
 from nrirp.domain.ports.decisions import DecisionLog
+from nrirp.domain.ports.kubernetes import Kubernetes
 from nrirp.domain.ports.metrics import Metrics
 
 DEFAULT_STATE_DIR = "/var/lib/nrirp"
@@ -83,6 +85,9 @@ class DaemonAdapters(Adapters):
     state_store = providers.Singleton(file_state_store, Adapters.config.state_dir, recorder)
     host_control = providers.Singleton(cgroupfs_host_control, Adapters.config.cgroup_root)
     runtime_updates = providers.Singleton(NriRuntimeUpdates)
+    kubernetes: providers.Provider[Kubernetes | None] = providers.Singleton(
+        kubernetes_agent, Adapters.config.agent
+    )
 
 
 class DaemonContainer(containers.DeclarativeContainer):
