@@ -1,8 +1,13 @@
 # Narrow stubs for grpcio (it ships no types): only what the repository uses, so that mypy
 # checks those uses instead of seeing Any. See typings/README.md before adding to them.
 import enum
-from collections.abc import Sequence
-from typing import Any
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Generic, NoReturn, TypeVar
+
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
 
 class StatusCode(enum.Enum):
     OK = ...
@@ -29,8 +34,65 @@ class RpcError(Exception):
     def code(self) -> StatusCode: ...
     def details(self) -> str | None: ...
 
+class UnaryUnaryMultiCallable(Generic[_Req, _Resp]):
+    def __call__(
+        self,
+        request: _Req,
+        timeout: float | None = None,
+        metadata: Sequence[tuple[str, str]] | None = None,
+        wait_for_ready: bool | None = None,
+    ) -> _Resp: ...
+
 class Channel:
     def close(self) -> None: ...
+    def unary_unary(
+        self,
+        method: str,
+        request_serializer: Callable[[_Req], bytes] | None = None,
+        response_deserializer: Callable[[bytes], _Resp] | None = None,
+        _registered_method: bool | None = False,
+    ) -> UnaryUnaryMultiCallable[_Req, _Resp]: ...
+
+class FutureTimeoutError(Exception): ...
+
+class Future(Generic[_Resp]):
+    def result(self, timeout: float | None = None) -> _Resp: ...
+
+def channel_ready_future(channel: Channel) -> Future[None]: ...
+
+class ServicerContext:
+    def abort(self, code: StatusCode, details: str) -> NoReturn: ...
+    def is_active(self) -> bool: ...
+    def time_remaining(self) -> float | None: ...
+
+class RpcMethodHandler: ...
+class GenericRpcHandler: ...
+
+def unary_unary_rpc_method_handler(
+    behavior: Callable[[_Req, ServicerContext], _Resp],
+    request_deserializer: Callable[[bytes], _Req] | None = None,
+    response_serializer: Callable[[_Resp], bytes] | None = None,
+) -> RpcMethodHandler: ...
+def method_handlers_generic_handler(
+    service: str, method_handlers: Mapping[str, RpcMethodHandler]
+) -> GenericRpcHandler: ...
+
+class Server:
+    def add_generic_rpc_handlers(self, generic_rpc_handlers: Sequence[GenericRpcHandler]) -> None: ...
+    def add_insecure_port(self, address: str) -> int: ...
+    def start(self) -> None: ...
+    def stop(self, grace: float | None) -> threading.Event: ...
+    def wait_for_termination(self, timeout: float | None = None) -> bool: ...
+
+def server(
+    thread_pool: ThreadPoolExecutor,
+    handlers: Sequence[GenericRpcHandler] | None = None,
+    interceptors: Sequence[Any] | None = None,
+    options: Sequence[tuple[str, Any]] | None = None,
+    maximum_concurrent_rpcs: int | None = None,
+    compression: Any | None = None,
+    xds: bool = False,
+) -> Server: ...
 
 def insecure_channel(
     target: str,
