@@ -529,12 +529,14 @@ UNLIMITED: dict[str, dict[int, dict[str, Placement]]] = {
         2: {"default/ubn/app": ("4-7", "1")},
         3: {"default/ubs/app": ("1-15", "0-3")},
         4: {"default/lim/app": ("8-11", "2")},
+        5: {"default/nomem/app": ("1-15", "0-3")},
     },
     "box16-burstable-numa.yaml": {
         1: {"default/ub/app": ("4-7", "1")},
         2: {"default/ubn/app": ("8-11", "2")},
         3: {"default/ubs/app": ("1-15", "0-3")},
         4: {"default/lim/app": ("12-15", "3")},
+        5: {"default/nomem/app": ("1-15", "0-3")},
     },
 }
 

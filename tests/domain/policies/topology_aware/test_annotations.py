@@ -243,18 +243,49 @@ def test_default_cpu_priority_config() -> None:
 
 
 def test_unlimited_burstable_level_annotation_and_config() -> None:
+    # with a memory limit (without one, more memory decides first: the next test)
     rig = make_rig("box-16")
-    _, pkg, _ = rig.run("a", cpu=300)
+    _, pkg, _ = rig.run("a", cpu=300, memory=GiB)
     assert rig.pool(pkg).startswith("socket #")
-    _, numa, _ = rig.run("b", cpu=300, annotations=anno("unlimited-burstable", "numa"))
+    _, numa, _ = rig.run("b", cpu=300, memory=GiB, annotations=anno("unlimited-burstable", "numa"))
     assert rig.pool(numa).startswith("NUMA node #")
-    _, system, _ = rig.run("c", cpu=300, annotations=anno("unlimited-burstable", "system"))
+    _, system, _ = rig.run(
+        "c", cpu=300, memory=GiB, annotations=anno("unlimited-burstable", "system")
+    )
     assert rig.pool(system) == "root"
-    _, limited, _ = rig.run("d", cpu=300, limit=600)
+    _, limited, _ = rig.run("d", cpu=300, limit=600, memory=GiB)
     assert rig.pool(limited).startswith("NUMA node #")  # limited ones go deep
     rig2 = make_rig("box-16", config(unlimitedBurstable="system"))
-    _, ctr, _ = rig2.run("e", cpu=300)
+    _, ctr, _ = rig2.run("e", cpu=300, memory=GiB)
     assert rig2.pool(ctr) == "root"
+
+
+def test_burstable_without_a_memory_limit_prefers_more_memory() -> None:
+    """The reference: a Burstable container without a memory limit prefers the pool with
+    more memory capacity (before its CPU items): the root pool, every node's memory."""
+    rig = make_rig("box-16")
+    _, unlimited, _ = rig.run("u", cpu=300, limit=600)
+    assert rig.pool(unlimited) == "root" and rig.mems(unlimited) == CPUSet.parse("0-3")
+    _, limited, _ = rig.run("l", cpu=300, limit=600, memory=GiB)
+    assert rig.pool(limited).startswith("NUMA node #")
+    # memory the pools' own nodes cannot hold still leaves only the roomy pools
+    _, guaranteed, _ = rig.run("g", "Guaranteed", cpu=300, memory=GiB)
+    assert rig.pool(guaranteed).startswith("NUMA node #")  # not Burstable
+    _, best, _ = rig.run("b", "BestEffort")
+    assert rig.pool(best).startswith("NUMA node #")  # not Burstable
+
+
+def test_unlimited_burstable_off_every_pool_takes_the_lowest_id() -> None:
+    """No pool sits at the level (no L3 cache information here): the reference breaks the
+    tie by the lowest pool id, the root pool, instead of going on to the later items."""
+    from .test_choice import two_sockets
+
+    rig = make_rig(two_sockets(), config(reservedResources={"cpu": "cpuset:0"}))
+    l3 = anno("unlimited-burstable", "l3cache")
+    _, ctr, _ = rig.run("u", cpu=300, memory=GiB, annotations=l3)
+    assert rig.pool(ctr) == "root"
+    _, pkg, _ = rig.run("p", cpu=300, memory=GiB)  # the package level has pools: sockets
+    assert rig.pool(pkg).startswith("socket #")
 
 
 def _hint_rig(cpus: str) -> tuple[object, Device]:

@@ -4,6 +4,7 @@ would take, colocation without scanning containers."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -87,11 +88,12 @@ def test_normal_priority_requests_prefer_pools_with_enough_normal_cpus() -> None
 @pytest.mark.parametrize("setting", ["colocatePods", "colocateNamespaces"])
 def test_colocation_counts_follow_grants(setting: str) -> None:
     rig = make_rig("box-16", config(**{setting: True}))
-    first = rig.run("a", cpu=100, limit=200, namespace="team")[1]
+    run = functools.partial(rig.run, cpu=100, limit=200, memory=GiB)
+    first = run("a", namespace="team")[1]
     if setting == "colocateNamespaces":
-        others = [rig.run(f"n{i}", cpu=100, limit=200, namespace="team")[1] for i in range(3)]
+        others = [run(f"n{i}", namespace="team")[1] for i in range(3)]
         assert {rig.pool(c) for c in others} == {rig.pool(first)}
-        stranger = rig.run("x", cpu=100, limit=200, namespace="other")[1]
+        stranger = run("x", namespace="other")[1]
         assert rig.pool(stranger) != rig.pool(first)  # fewer containers elsewhere
         key = ("namespace", "team")
         assert rig.alloc.colocated[key] == {rig.alloc.tree.by_name(rig.pool(first)).id: 4}  # type: ignore[union-attr]
@@ -187,10 +189,10 @@ def test_shared_colocation_counts_exclusive_grants_too() -> None:
     _, g, _ = rig.run("g", "Guaranteed", cpu=1000)
     assert rig.pool(g) == "socket #1"  # more sliceable capacity: 6 sharable CPUs against 4
     # socket #1 still has more shared capacity (5 CPUs against 4) but holds a grant already
-    _, s, _ = rig.run("s", cpu=100, limit=200)
+    _, s, _ = rig.run("s", cpu=100, limit=200, memory=GiB)
     assert rig.pool(s) == "socket #0"
     # one grant each: the tie goes to more shared capacity
-    _, t, _ = rig.run("t", cpu=100, limit=200)
+    _, t, _ = rig.run("t", cpu=100, limit=200, memory=GiB)
     assert rig.pool(t) == "socket #1"
     # reserved grants are not colocated with shared ones
     _, k, _ = rig.run("k", cpu=100, namespace="kube-system")

@@ -237,7 +237,7 @@ def _shared_fits(rig: object) -> None:
 
 def test_reconfigure_moves_shared_grants_the_new_config_leaves_no_room_for() -> None:
     rig = make_rig("box-16", config(reservedResources={"cpu": "cpuset:0"}))
-    conts = [rig.run(f"b{i}", cpu=1000, limit=1000)[1] for i in range(12)]
+    conts = [rig.run(f"b{i}", cpu=1000, limit=1000, memory=GiB)[1] for i in range(12)]
     outcome = rig.manager.reconfigure(config(reservedResources={"cpu": "cpuset:0-2"}))
     assert outcome.applied, outcome.reason
     _shared_fits(rig)
@@ -320,11 +320,11 @@ def test_reconfigure_takes_containers_over_in_the_same_order_as_a_restart(restar
     containers over in cache order (a resize re-inserts its grant, so grant order differs),
     keeping first what can be kept."""
     rig = make_rig("box-16")
-    created = [rig.run(f"s{i}", cpu=100, limit=200) for i in range(4)]
+    created = [rig.run(f"s{i}", cpu=100, limit=200, memory=GiB) for i in range(4)]
     assert [rig.pool(c) for _, c, _ in created] == [f"NUMA node #{n}" for n in (1, 2, 3, 0)]
     pod, resized, _ = created[1]
     smaller = LinuxResources(
-        cpu_shares=shares_from_millis(150), cpu_quota=20_000, cpu_period=100_000
+        cpu_shares=shares_from_millis(150), cpu_quota=20_000, cpu_period=100_000, memory_limit=GiB
     )
     rig.manager.update_container(pod, rig.ctr(resized), smaller)
     if restart:

@@ -16,7 +16,7 @@ from nrirp.domain.model import QOSClass
 from nrirp.domain.policies.topology_aware.grants import Grant
 from nrirp.domain.policies.topology_aware.pools import Pool, PoolTree
 from nrirp.domain.policies.topology_aware.preferences import Request
-from nrirp.domain.policies.topology_aware.scoring import MemoryFit
+from nrirp.domain.policies.topology_aware.scoring import MemoryFit, limit_key
 from nrirp.domain.topology import Machine, MemoryType
 
 PMEM = frozenset({MemoryType.PMEM})
@@ -168,10 +168,8 @@ class MemoryView:
         """How ``size`` bytes of ``request`` fit ``pool`` now; ``known``: the fits found per
         node set during one plan."""
         facts = self.facts(types)[pool.id]
-        limit = request.memory.limit
-        covers = True
-        if request.qos is QOSClass.BURSTABLE and limit is not None:
-            covers = facts.typed_capacity >= limit
+        burstable = request.qos is QOSClass.BURSTABLE
+        covers = limit_key(burstable, request.memory.limit, facts.typed_capacity)
         has_types = facts.has_all_types if request.memory.types is not None else facts.has_types
         if not size:
             return MemoryFit(True, 0, has_types, covers)

@@ -14,7 +14,7 @@ from nrirp.domain.model import QOSClass
 from nrirp.domain.policies.topology_aware.memory_view import MemoryView, accounted_size
 from nrirp.domain.policies.topology_aware.pools import Pool
 from nrirp.domain.policies.topology_aware.preferences import Request
-from nrirp.domain.policies.topology_aware.scoring import PoolScorer, Score
+from nrirp.domain.policies.topology_aware.scoring import PoolScorer, Score, limit_key
 from nrirp.domain.policies.topology_aware.supply import Supply
 from nrirp.domain.topology import MemoryType
 
@@ -121,7 +121,7 @@ class ScoreCache:
         """A new cache entry: pool indexes by lower bound, the bounds, no scores yet."""
         facts = self.memory.facts(types)
         limit = request.memory.limit
-        burstable = request.qos is QOSClass.BURSTABLE and limit is not None
+        burstable = request.qos is QOSClass.BURSTABLE
         size = accounted_size(request)
         explicit = request.memory.types is not None
         bounds = []
@@ -130,7 +130,7 @@ class ScoreCache:
             bounds.append(
                 scorer.bound(
                     pool,
-                    covers=not burstable or f.typed_capacity >= (limit or 0),
+                    limit_key=limit_key(burstable, limit, f.typed_capacity),
                     nodes=f.count if size else 0,
                     has_types=f.has_all_types if explicit else f.has_types,
                 )

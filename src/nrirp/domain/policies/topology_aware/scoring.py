@@ -8,8 +8,9 @@
    scores; then the deeper pool, then the lower id (nothing else counts);
 4. memory: an offer of the matching type (every type a ``memory-type`` annotation names, any
    allowed type otherwise), then an offer that fits without widening; for Burstable memory,
-   capacity covering the limit;
-5. Burstable CPU: shared capacity covering the limit; unlimited Burstable: the preferred level;
+   capacity covering the limit, and without a limit more capacity;
+5. Burstable CPU: shared capacity covering the limit; unlimited Burstable: the preferred level,
+   and among pools off that level the lowest id (the reference's tie break);
 6. tighter memory offer (fewer nodes);
 7. (having the requested memory types: decided with item 4);
 8. (CPU class: every pool can serve it, so this never decides);
@@ -49,7 +50,9 @@ class MemoryFit(NamedTuple):
     nodes: int
     """Nodes of the zone it would get."""
     has_types: bool
-    covers_limit: bool
+    limit_key: int
+    """Burstable memory: 0 when the pool's memory covers the limit, else 1; without a limit
+    minus the pool's memory (more memory wins); 0 for other requests."""
     stable: bool = True
     """Depends only on the pool's own memory usage (``pool_touch``), not on the rest of the
     machine."""
@@ -75,6 +78,16 @@ class Score(NamedTuple):
     """The pool whose memory usage ``memory_room`` is about (``None``: the scored pool)."""
 
 
+def limit_key(burstable: bool, limit: int | None, capacity: int) -> int:
+    """Scoring item 4's Burstable memory part for a pool with ``capacity`` bytes of the
+    request's types: a limit covered (0) or not (1); no limit: more capacity is better."""
+    if not burstable:
+        return 0
+    if limit is None:
+        return -capacity
+    return 0 if capacity >= limit else 1
+
+
 def affinity_score(pool: Pool, weighted: Sequence[tuple[Pool, int]]) -> float:
     total = 0.0
     for other, weight in weighted:
@@ -96,7 +109,7 @@ def hint_scores(pool: Pool, hints: Sequence[TopologyHint]) -> tuple[float, float
     return product, nonzero
 
 
-_UNFIT = MemoryFit(False, 1 << 30, False, False)
+_UNFIT = MemoryFit(False, 1 << 30, False, 1)
 
 
 class PoolScorer:
@@ -187,9 +200,10 @@ class PoolScorer:
             -affinity,
             0 if fit.has_types else 1,
             0 if fit.fits else 1,
-            0 if fit.covers_limit else 1,
+            fit.limit_key,
             burst_key,
             level_key,
+            pid if level_key else 0,  # off the unlimitedBurstable level: the lowest id
             fit.nodes,
             prio_key,
             -pool.depth,
@@ -199,11 +213,14 @@ class PoolScorer:
         stable = fit.stable and not self.weighted
         return Score(key, pool, viable, use_isolated, stable, fit.room, fit.bound)
 
-    def bound(self, pool: Pool, *, covers: bool, nodes: int, has_types: bool) -> tuple[float, ...]:
+    def bound(
+        self, pool: Pool, *, limit_key: int, nodes: int, has_types: bool
+    ) -> tuple[float, ...]:
         """A key no score of ``pool`` for this request can be below, from what does not
         change (without hints or affinity): the best possible capacity, memory fit, burst,
         priority and kind items with the pool's own depth, level, node count and types.
-        ``nodes``: the pool's node count (an offer never gives fewer)."""
+        ``nodes``: the pool's node count (an offer never gives fewer); ``limit_key``: the
+        Burstable memory item (:attr:`MemoryFit.limit_key`)."""
         cpu = self.cpu
         capacity: tuple[int, ...]
         if self.rooted:
@@ -222,9 +239,10 @@ class PoolScorer:
             0.0,
             0 if has_types else 1,
             0,
-            0 if covers else 1,
+            limit_key,
             0,
             level_key,
+            pool.id if level_key else 0,
             nodes,
             0,
             -pool.depth,
