@@ -12,7 +12,13 @@ from collections.abc import Mapping
 
 import attrs
 
-from nrirp.domain.config import ControlConfig, CPUPriority, LoadClass, SchedulingClass
+from nrirp.domain.config import (
+    ControlConfig,
+    CPUPriority,
+    LoadClass,
+    PrivilegedAnnotationsConfig,
+    SchedulingClass,
+)
 from nrirp.domain.config.balloons import (
     DEFAULT,
     PODRESOURCEAPI_PREFIX,
@@ -23,7 +29,9 @@ from nrirp.domain.config.balloons import (
 from nrirp.domain.config.enums import ComponentCreation, CoreTypePreference, MemoryKind
 from nrirp.domain.config.policy_checks import cpu_class_names
 from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.matching import ContainerPredicate, GlobSet, NamespaceFilter
 from nrirp.domain.policies.balloons.cputree import LEVEL_OF_CONFIG, Level
+from nrirp.domain.policies.balloons.requests import compile_match
 from nrirp.domain.topology import Machine, MemoryType
 
 KUBE_SYSTEM = "kube-system"
@@ -59,6 +67,10 @@ class BalloonKind:
     max_balloons: int
     priority: CPUPriority
     namespaces: tuple[str, ...]
+    namespace_matcher: GlobSet
+    """``namespaces`` compiled (matched at a cost independent of their number)."""
+    expression_matchers: tuple[ContainerPredicate, ...]
+    """The type's ``matchExpressions`` compiled, in order."""
     pin_memory: bool
     memory_types: frozenset[MemoryType]
     """Empty: the machine's default types."""
@@ -112,6 +124,10 @@ class Catalog:
     """Kernel-isolated CPUs among the allowed ones."""
     idle_cpu_class: str | None
     pin_cpu: bool
+    preserve: tuple[ContainerPredicate, ...] = ()
+    """``preserve.matchExpressions`` compiled."""
+    privileged: NamespaceFilter = attrs.field(factory=lambda: NamespaceFilter(None))
+    """Where the privileged annotations are allowed (``privilegedAnnotations``)."""
 
     @property
     def reserved_kind(self) -> BalloonKind:
@@ -138,9 +154,15 @@ class Catalog:
         return seen
 
 
-def build_catalog(spec: BalloonsPolicySpec, control: ControlConfig, machine: Machine) -> Catalog:
+def build_catalog(
+    spec: BalloonsPolicySpec,
+    control: ControlConfig,
+    machine: Machine,
+    privileged: PrivilegedAnnotationsConfig | None = None,
+) -> Catalog:
     """Expand ``spec`` for ``machine``; raises :class:`CatalogError` for what the reference
-    refuses once it knows the CPUs."""
+    refuses once it knows the CPUs. Namespaces and match expressions are compiled here, once
+    per configuration."""
     allowed = _allowed(spec, machine)
     reserved = 0
     cpu = spec.reserved_resources.cpu
@@ -202,6 +224,8 @@ def build_catalog(spec: BalloonsPolicySpec, control: ControlConfig, machine: Mac
                 max_balloons=max_balloons,
                 priority=priority,
                 namespaces=namespaces,
+                namespace_matcher=GlobSet(namespaces),
+                expression_matchers=tuple(compile_match(e) for e in t.match_expressions),
                 pin_memory=spec.pin_memory if t.pin_memory is None else t.pin_memory,
                 memory_types=frozenset(_MEMORY[m] for m in t.memory_types),
                 spread=_inherit(
@@ -233,6 +257,10 @@ def build_catalog(spec: BalloonsPolicySpec, control: ControlConfig, machine: Mac
         isolated=isolated,
         idle_cpu_class=spec.idle_cpu_class or default_class,
         pin_cpu=spec.pin_cpu,
+        preserve=tuple(
+            compile_match(e) for e in (spec.preserve.match_expressions if spec.preserve else ())
+        ),
+        privileged=NamespaceFilter(None if privileged is None else privileged.allowed_namespaces),
     )
 
 

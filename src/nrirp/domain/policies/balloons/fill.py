@@ -23,12 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from nrirp.domain.matching import glob_match
 from nrirp.domain.model import Container, Pod
 from nrirp.domain.policies.balloons.balloon import Balloon, Member
 from nrirp.domain.policies.balloons.catalog import BalloonKind, Catalog
 from nrirp.domain.policies.balloons.engine import Engine, NoBalloon, Plan
-from nrirp.domain.policies.balloons.requests import Request, matches
+from nrirp.domain.policies.balloons.requests import Request
 
 Method = Callable[[Engine, BalloonKind, Member, Plan, Container], Balloon | None]
 
@@ -47,11 +46,10 @@ def choose_kind(
             )
         return kind
     namespace = request.namespace
-    for kind in catalog.kinds:
-        source = kind.source
-        if any(matches(e, container, pod) for e in source.match_expressions):
+    for kind in catalog.kinds:  # compiled per configuration: a few lookups per type
+        if any(predicate(container, pod) for predicate in kind.expression_matchers):
             return kind
-        if any(glob_match(pattern, namespace) for pattern in kind.namespaces):
+        if kind.namespace_matcher.match(namespace):
             return kind
     return catalog.default_kind
 

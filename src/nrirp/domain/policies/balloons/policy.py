@@ -27,6 +27,7 @@ from nrirp.domain.cpuallocator import CPUAllocator
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.matching import glob_match
 from nrirp.domain.model import (
+    AnnotationReader,
     Container,
     ContainerState,
     HostChange,
@@ -229,7 +230,8 @@ class BalloonsPolicy:
         resizer = self._resizer
         assert resizer is not None
         try:
-            catalog = build_catalog(spec, control, machine)
+            privileged = config.privileged_annotations if config is not None else None
+            catalog = build_catalog(spec, control, machine, privileged)
         except CatalogError as exc:
             raise PolicyError(str(exc)) from None
         devices = Devices(
@@ -237,8 +239,10 @@ class BalloonsPolicy:
         )
         engine = Engine(catalog, resizer, devices)
         pinning = Pinning(machine, MemoryPlacer(machine), pin_cpu=catalog.pin_cpu)
-        fingerprint = digest(repr(spec) + repr(control))
-        return State(config, spec, catalog, engine, pinning, fingerprint, _placement_digest(spec))
+        privileged_text = _privileged_text(config)  # empty when unrestricted: digests as before
+        fingerprint = digest(repr(spec) + repr(control) + privileged_text)
+        placement = _placement_digest(spec, privileged_text)
+        return State(config, spec, catalog, engine, pinning, fingerprint, placement)
 
     def _precreate(self, state: State) -> None:
         try:
@@ -255,14 +259,14 @@ class BalloonsPolicy:
             name = ctr.tags.get(TAG_BALLOON, "")
             pod = self.ctx.cache.pod(ctr.pod_id)
             reader = self.ctx.annotations(ctr)
-            if is_preserved(reader, state.spec.preserve, ctr, pod):
+            if self._is_preserved(state, reader, ctr, pod):
                 self._preserve(state, ctr, pod)
                 continue
             balloon = find_balloon(engine, name)
             if balloon is None:
                 fresh.append(ctr)
                 continue
-            request = build_request(pod, ctr, reader, self.ctx.annotation_parser.parse)
+            request = self._request(state, pod, ctr, reader)
             member = self._member(balloon.kind, request, ctr, pod)
             engine.add(balloon, member)
             if member.memory_preserve and balloon.kind.pin_memory:
@@ -318,7 +322,7 @@ class BalloonsPolicy:
         member = balloon.members[container.id]
         pod = self.ctx.cache.pod(container.pod_id)
         reader = self.ctx.annotations(container)
-        request = build_request(pod, container, reader, self.ctx.annotation_parser.parse)
+        request = self._request(state, pod, container, reader)
         if request.cpu == member.request and request.memory_limit == member.memory_limit:
             return
         plan = Plan(engine.free)
@@ -370,11 +374,11 @@ class BalloonsPolicy:
         cache = self.ctx.cache
         pod = cache.pod(ctr.pod_id)
         reader = self.ctx.annotations(ctr)
-        if is_preserved(reader, state.spec.preserve, ctr, pod):
+        if self._is_preserved(state, reader, ctr, pod):
             self._preserve(state, ctr, pod)
             self._decisions.append((ctr.id, "preserved: left alone"))
             return
-        request = build_request(pod, ctr, reader, self.ctx.annotation_parser.parse)
+        request = self._request(state, pod, ctr, reader)
         engine = state.engine
         try:
             kind = choose_kind(state.catalog, request, ctr, pod)
@@ -398,6 +402,18 @@ class BalloonsPolicy:
         if initial:
             self._schedule(state, ctr, kind, request)
         self._decisions.append((ctr.id, f"in balloon {balloon.name}"))
+
+    def _is_preserved(
+        self, state: State, reader: AnnotationReader, ctr: Container, pod: Pod | None
+    ) -> bool:
+        catalog = state.catalog
+        return is_preserved(reader, catalog.preserve, ctr, pod, catalog.privileged)
+
+    def _request(
+        self, state: State, pod: Pod | None, ctr: Container, reader: AnnotationReader
+    ) -> Request:
+        parse = self.ctx.annotation_parser.parse
+        return build_request(pod, ctr, reader, parse, state.catalog.privileged)
 
     def _member(
         self, kind: BalloonKind, request: Request, ctr: Container, pod: Pod | None
@@ -678,7 +694,15 @@ class BalloonsPolicy:
         return self._export[1]
 
 
-def _placement_digest(spec: BalloonsPolicySpec) -> str:
+def _privileged_text(config: PolicyConfig | None) -> str:
+    """Where the privileged annotations are allowed, as part of the digests (a change
+    decides every container again); empty when they are allowed everywhere."""
+    if config is None or not config.privileged_annotations.restricted:
+        return ""
+    return repr(config.privileged_annotations)
+
+
+def _placement_digest(spec: BalloonsPolicySpec, privileged_text: str = "") -> str:
     """The configuration without what only names classes (CPU and scheduling classes)."""
     types = tuple(
         attrs.evolve(t, cpu_class=None, scheduling_class=None) for t in spec.balloon_types
@@ -691,7 +715,7 @@ def _placement_digest(spec: BalloonsPolicySpec) -> str:
         scheduling_classes=(),
         balloon_types=types,
     )
-    return digest(repr(bare))
+    return digest(repr(bare) + privileged_text)
 
 
 def _time(value: float | None) -> float:

@@ -6,13 +6,22 @@ Annotation keys are looked up as ``KEY/container.NAME``, then ``KEY/pod``, then 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from nrirp.domain.config import ContainerMatch, Expression, Operator, Quantity, QuantityError
-from nrirp.domain.matching import ContainerKeys, container_predicate, key_value
+from nrirp.domain.config.balloons import RESERVED
+from nrirp.domain.matching import (
+    ContainerKeys,
+    ContainerPredicate,
+    NamespaceFilter,
+    compile_predicate,
+    container_predicate,
+    container_reader,
+    key_value,
+)
 from nrirp.domain.model import (
     RESOURCE_POLICY_DOMAIN,
     AnnotationProblem,
@@ -63,15 +72,41 @@ def container_label(pod: Pod | None, container: Container) -> str:
 
 
 def is_preserved(
-    reader: AnnotationReader, preserve: ContainerMatch | None, ctr: Container, pod: Pod | None
+    reader: AnnotationReader,
+    preserve: ContainerMatch | Sequence[ContainerPredicate] | None,
+    ctr: Container,
+    pod: Pod | None,
+    privileged: NamespaceFilter | None = None,
 ) -> bool:
-    """``cpu.preserve`` is exactly ``"true"``, or any ``preserve.matchExpressions`` entry
-    matches: such a container is left alone entirely."""
-    if reader.raw(CPU_PRESERVE) == "true":
+    """``cpu.preserve`` is exactly ``"true"`` (where ``privileged`` allows it), or any
+    ``preserve.matchExpressions`` entry (or its compiled predicate) matches: such a container
+    is left alone entirely."""
+    if reader.raw(CPU_PRESERVE) == "true" and not _refused(reader, CPU_PRESERVE, pod, privileged):
         return True
     if preserve is None:
         return False
-    return any(matches(e, ctr, pod) for e in preserve.match_expressions)
+    if isinstance(preserve, ContainerMatch):
+        return any(matches(e, ctr, pod) for e in preserve.match_expressions)
+    return any(predicate(ctr, pod) for predicate in preserve)
+
+
+def _refused(
+    reader: AnnotationReader, key: str, pod: Pod | None, privileged: NamespaceFilter | None
+) -> bool:
+    """Whether privileged annotation ``key`` is not allowed in the pod's namespace (then
+    reported: it is ignored)."""
+    namespace = pod.namespace if pod is not None else ""
+    if privileged is None or privileged.allows(namespace):
+        return False
+    reader.problems.append(
+        AnnotationProblem(
+            key,
+            reader.raw(key) or "",
+            f"not allowed in namespace {namespace!r} "
+            f"(privilegedAnnotations.allowedNamespaces: {privileged.describe()})",
+        )
+    )
+    return True
 
 
 def matches(expression: Expression, ctr: Container, pod: Pod | None) -> bool:
@@ -83,13 +118,26 @@ def matches(expression: Expression, ctr: Container, pod: Pod | None) -> bool:
     return container_predicate(expression)(ctr, pod)
 
 
+def compile_match(expression: Expression) -> ContainerPredicate:
+    """:func:`matches` as a predicate built once (per configuration): its cost does not grow
+    with the expression's values."""
+    op, values = expression.operator, expression.values
+    if (op is Operator.EQUALS and values[:1] == ("*",)) or (op is Operator.IN and "*" in values):
+        read = container_reader(expression.key)
+        return lambda ctr, pod: read(ctr, pod) is not None
+    return compile_predicate(expression)
+
+
 def build_request(
     pod: Pod | None,
     container: Container,
     reader: AnnotationReader,
     parse: Callable[[str], Any],
+    privileged: NamespaceFilter | None = None,
 ) -> Request:
-    """The container's request; ``parse`` reads structured annotation values (YAML)."""
+    """The container's request; ``parse`` reads structured annotation values (YAML).
+    ``privileged``: where ``balloon: reserved`` and ``memory.preserve`` are allowed (default:
+    everywhere); elsewhere they are reported and ignored."""
     cpu = _annotated_cpu(pod, container, reader, parse)
     if cpu is None:
         cpu = container.requirements.cpu_request
@@ -101,16 +149,22 @@ def build_request(
         except ValueError as exc:
             reader.problems.append(AnnotationProblem(MEMORY_TYPE, raw_types, str(exc)))
     limit = container.requirements.memory_limit
+    balloon = reader.raw(BALLOON)
+    if balloon == RESERVED and _refused(reader, BALLOON, pod, privileged):
+        balloon = None  # the type is chosen as without the annotation
+    memory_preserve = reader.raw(MEMORY_PRESERVE) == "true"
+    if memory_preserve and _refused(reader, MEMORY_PRESERVE, pod, privileged):
+        memory_preserve = False
     return Request(
         container_id=container.id,
         pod_id=container.pod_id,
         namespace=pod.namespace if pod is not None else "",
         label=container_label(pod, container),
         cpu=cpu,
-        balloon=reader.raw(BALLOON),
+        balloon=balloon,
         hide_hyperthreads=reader.get_optional_bool(HIDE_HYPERTHREADS),
         memory_types=types,
-        memory_preserve=reader.raw(MEMORY_PRESERVE) == "true",
+        memory_preserve=memory_preserve,
         memory_limit=limit if limit is not None and limit > 0 else 0,
         scheduling_class=reader.raw(SCHEDULING_CLASS),
     )
