@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROTO_SETS = (
     (ROOT / "src/nrirp/adapters/nri/proto", ROOT / "src/nrirp/adapters/nri/gen"),
     (ROOT / "src/nrirp/adapters/engine_api/proto", ROOT / "src/nrirp/adapters/engine_api/gen"),
+    (ROOT / "src/nrirp/adapters/podresources/proto", ROOT / "src/nrirp/adapters/podresources/gen"),
 )
 
 

@@ -210,3 +210,56 @@ def test_lightkube_is_imported_only_when_the_agent_runs(tmp_path: Path) -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_pod_resources_hints_follow_the_kubelet(tmp_path: Path, sysfs: Path) -> None:
+    """box-16 has NUMA nodes 0-3 with CPUs 0-3, 4-7, 8-11, 12-15; the kubelet says the
+    container's GPU sits on node 3, so with agent.podResourceAPI it runs there."""
+    from tests.support.podresources_server import FakeKubelet
+
+    kubelet = FakeKubelet(str(tmp_path / "kubelet.sock"))
+    kubelet.assign("prod", "gpu", "app", "gpu.example.com/gpu", ["gpu-7"], [3])
+    kubelet.start()
+    config = tmp_path / "topology-aware.yaml"
+    config.write_text("reservedResources: {cpu: 'cpuset:0'}\nagent: {podResourceAPI: true}\n")
+
+    async def body(runtime: RuntimeServer) -> None:
+        daemon = Daemon(
+            tmp_path,
+            sysfs,
+            "--config-file",
+            str(config),
+            "--pod-resources-socket",
+            kubelet.socket_path,
+            "--disable-agent",
+            policy="topology-aware",
+        )
+        try:
+            peer = await runtime.next_peer(timeout=20)
+            await peer.handshake(runtime_version="v1.7.24", nri_version="")
+            await daemon.wait_for("registered with containerd")
+            p = pod("gpu", **{"topologyhints.resource-policy.nri.io": "pod-resources"})
+            await peer.call(
+                "RunPodSandbox", api_pb2.RunPodSandboxRequest(pod=p), api_pb2.RunPodSandboxResponse
+            )
+            c = ctr("app", pod_name="gpu")
+            c.labels.update(
+                {
+                    "io.kubernetes.pod.name": "gpu",
+                    "io.kubernetes.pod.namespace": "prod",
+                    "io.kubernetes.container.name": "app",
+                }
+            )
+            reply = await create(peer, p, c)
+            cpus = reply.adjust.linux.resources.cpu.cpus
+            assert cpus == "12-15", cpus
+            assert kubelet.calls == ["Get"]
+            daemon.proc.send_signal(signal.SIGTERM)
+            assert await daemon.wait_exit() == 0
+        finally:
+            daemon.kill()
+
+    try:
+        with_runtime(tmp_path, body)
+    finally:
+        kubelet.stop()

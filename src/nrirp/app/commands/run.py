@@ -130,6 +130,7 @@ def _run(args: argparse.Namespace) -> int:
     from nrirp.adapters.system import ConfigFileError
     from nrirp.app.commands.common.agent import AgentSettingsError, agent_settings
     from nrirp.app.composition import PolicyModuleError
+    from nrirp.app.composition.node_agent import follow_pod_resources
     from nrirp.app.daemon import DaemonContainer
     from nrirp.domain.config import ConfigError
     from nrirp.domain.pipeline import OperationFailedError, StateRestoreError
@@ -149,6 +150,7 @@ def _run(args: argparse.Namespace) -> int:
             "sysfs_root": args.sysfs_root,
             "memory_types": dict(args.memory_type),
             "cgroup_root": args.cgroup_root,
+            "pod_resources_socket": args.pod_resources_socket,
         }
     )
     log.info(
@@ -191,6 +193,7 @@ def _run(args: argparse.Namespace) -> int:
         len(machine.nodes),
     )
     manager = core.resource_manager()
+    follow_pod_resources(container.adapters.container.topology_hints(), manager)
     store = _state_file(container)
     try:
         store.lock()  # one daemon per state directory, before anything in it is read

@@ -20,10 +20,12 @@ from nrirp.adapters.kubernetes import ClusterApi, ConfigChoice, NodeAgent
 from nrirp.domain.config import ConfigError, PolicyConfig, PolicySpecs, load_policy_config
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.ports.kubernetes import ConfigStatus, Kubernetes
+from nrirp.domain.ports.topology_hints import TopologyHintSource
 
 log = logging.getLogger("nrirp.daemon")
 
 DEFAULT_CONFIG_NAMESPACE = "kube-system"
+DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 
 
 @attrs.frozen(kw_only=True)
@@ -127,3 +129,33 @@ class CustomResourceApplier:
     def _applied(self, config: PolicyConfig) -> None:
         if self.on_applied is not None:
             self.on_applied(config)
+
+
+def daemon_topology_hints(
+    sysfs_root: str | None, pod_resources_socket: str | None
+) -> TopologyHintSource:
+    """The daemon's hints: sysfs (mounts, devices), then the kubelet's pod resources, asked
+    only while the configuration in force has ``agent.podResourceAPI`` (see
+    :func:`follow_pod_resources`)."""
+    from nrirp.adapters.podresources import CombinedHints, PodResourceHints, PodResourcesClient
+    from nrirp.adapters.sysfs import SysfsTopologyHints
+
+    client = PodResourcesClient(pod_resources_socket or DEFAULT_POD_RESOURCES_SOCKET)
+    return CombinedHints(
+        SysfsTopologyHints(sysfs_root or "/sys"),
+        PodResourceHints(client, enabled=lambda: False),
+    )
+
+
+def follow_pod_resources(hints: object, manager: ResourceManager) -> None:
+    """Turn the pod-resources hints of ``hints`` on and off with the configuration in force
+    (``agent.podResourceAPI``), whatever applied it (start, the config file, a resource)."""
+    from nrirp.adapters.podresources import PodResourceHints
+
+    def wanted() -> bool:
+        config = manager.config
+        return config is not None and config.agent.pod_resource_api
+
+    for source in getattr(hints, "sources", (hints,)):
+        if isinstance(source, PodResourceHints):
+            source.enabled = wanted

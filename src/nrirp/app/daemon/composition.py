@@ -14,13 +14,14 @@ from nrirp.adapters.nri.stub import CloseHook, Stub
 from nrirp.adapters.storage import FileStateStore
 from nrirp.adapters.system import LoggingDecisionLog
 from nrirp.app.composition import Adapters, core_over
-from nrirp.app.composition.node_agent import kubernetes_agent
+from nrirp.app.composition.node_agent import daemon_topology_hints, kubernetes_agent
 from nrirp.app.daemon.health import RuntimeConnection
 from nrirp.app.daemon.observability import Observability
 from nrirp.app.daemon.status import ConfigState
 from nrirp.domain.ports.decisions import DecisionLog
 from nrirp.domain.ports.kubernetes import Kubernetes
 from nrirp.domain.ports.metrics import Metrics
+from nrirp.domain.ports.topology_hints import TopologyHintSource
 
 DEFAULT_STATE_DIR = "/var/lib/nrirp"
 DEFAULT_CGROUP_ROOT = "/sys/fs/cgroup"
@@ -87,6 +88,9 @@ class DaemonAdapters(Adapters):
     runtime_updates = providers.Singleton(NriRuntimeUpdates)
     kubernetes: providers.Provider[Kubernetes | None] = providers.Singleton(
         kubernetes_agent, Adapters.config.agent
+    )
+    topology_hints: providers.Provider[TopologyHintSource | None] = providers.Singleton(
+        daemon_topology_hints, Adapters.config.sysfs_root, Adapters.config.pod_resources_socket
     )
 
 

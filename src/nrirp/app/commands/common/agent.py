@@ -55,6 +55,13 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--disable-agent", action="store_true", help="no node agent even in a cluster"
     )
+    parser.add_argument(
+        "--pod-resources-socket",
+        metavar="PATH",
+        default="/var/lib/kubelet/pod-resources/kubelet.sock",
+        help="the kubelet's pod-resources socket, asked for topology hints while the "
+        "configuration has agent.podResourceAPI (default: %(default)s)",
+    )
 
 
 def agent_settings(args: argparse.Namespace, registry: PolicyRegistry) -> dict[str, Any] | None:
