@@ -59,6 +59,8 @@ def test_an_environment_overrides_only_what_differs() -> None:
         "runtime_updates",
         "metrics",  # recorded for export (and status)
         "decision_log",  # the last decision of each container kept for status
+        "kubernetes",  # the node agent, when it runs
+        "topology_hints",  # sysfs, then the kubelet's pod resources
     }
     differs = {
         name
