@@ -17,6 +17,8 @@ import logging
 import signal
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from nrirp.app.commands.common.agent import add_agent_arguments
 from nrirp.app.commands.common.hardware_source import add_memory_type_argument
 from nrirp.app.commands.common.parsing import (
@@ -28,6 +30,7 @@ from nrirp.app.commands.common.parsing import (
 if TYPE_CHECKING:
     from nrirp.adapters.storage import FileStateStore
     from nrirp.app.daemon import DaemonContainer
+    from nrirp.app.daemon.config_events import ConfigEvents
     from nrirp.app.daemon.reload import ConfigReloader
 
 HELP = "run the resource-manager daemon (an NRI plugin applying a policy)"
@@ -223,7 +226,9 @@ def _run(args: argparse.Namespace) -> int:
         )
     else:
         log.info("no saved state in %s: starting empty", store.path)
-    return asyncio.run(Daemon(container, args).serve())
+    daemon = Daemon(container, args)
+    daemon.config_source = _config_source(args, outcome.restored, manager.config is not None)
+    return asyncio.run(daemon.serve())
 
 
 def _state_file(container: DaemonContainer) -> FileStateStore:
@@ -234,6 +239,13 @@ def _state_file(container: DaemonContainer) -> FileStateStore:
     if not isinstance(store, FileStateStore):
         raise TypeError(f"the daemon's state store must be a FileStateStore, not {store!r}")
     return store
+
+
+def _config_source(args: argparse.Namespace, restored: bool, saved_config: bool) -> str:
+    """Where the configuration in force at start came from (``nrirp status``)."""
+    if args.config_file:
+        return f"file {args.config_file}"
+    return "saved state" if restored and saved_config else "defaults"
 
 
 _SHOWN_PROBLEMS = 10
@@ -264,6 +276,9 @@ class Daemon:
         self.service = container.service()
         self.reloader: ConfigReloader | None = None
         self.stop_signal: str | None = None
+        self.config_source = "defaults"
+        self.observability = container.observability()
+        self.config_events: ConfigEvents | None = None
         from nrirp.app.commands.common.agent import DaemonAgent
 
         self.agent = DaemonAgent.of(container)
@@ -276,6 +291,7 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._stop, sig.name)
         loop.add_signal_handler(signal.SIGHUP, self.reload, "SIGHUP")
+        self.config_events = events = await self._observe()
         poller: asyncio.Task[None] | None = None
         if self.args.config_file:
             self.reloader = ConfigReloader(
@@ -283,6 +299,7 @@ class Daemon:
                 self.args.policy,
                 self.args.config_file,
                 self.container.core.container.policy_registry(),
+                on_result=events.reload_ended,
             )
             if self.args.config_poll_interval > 0:
                 poller = asyncio.create_task(self.reloader.watch(self.args.config_poll_interval))
@@ -305,9 +322,30 @@ class Daemon:
                 await self.agent.stop()
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 loop.remove_signal_handler(sig)
+            await self.observability.close()
         if code == EXIT_OK and self.stop_signal is None:
             log.info("the runtime closed the connection")
         return self._flush(code)
+
+    async def _observe(self) -> ConfigEvents:
+        """Start the health, metrics and status endpoints and follow the configuration in
+        force (``app/daemon/observability.py``, ``config_events.py``)."""
+        from nrirp.adapters.system.log_settings import LogSettings
+        from nrirp.app.daemon.config_events import ConfigEvents
+        from nrirp.domain.config.unapplied import DAEMON
+
+        container = self.container
+        container.connection().prelaunched = container.stub().prelaunched
+        await self.observability.start()
+        events = ConfigEvents(
+            state=container.config_state(),
+            recorder=container.adapters.container.recorder(),
+            observability=self.observability,
+            log_settings=LogSettings(),
+            environment=attrs.evolve(DAEMON, kubernetes_agent=self.agent is not None),
+        )
+        events.started(self.config_source, self.manager.config)
+        return events
 
     def _stop(self, name: str) -> None:
         log.info("%s received: stopping", name)
