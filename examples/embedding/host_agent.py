@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nrirp.adapters.fakehw import expected_machine, load_machine
 from nrirp.adapters.memory import RecordingDecisionLog
 from nrirp.app.embed import (
     ContainerState,
@@ -80,16 +79,16 @@ class HostAgent:
             self.running[update.container_id] = (name, cpus, mems)
             print(f"  {how} {name}: cpus={show(cpus)} mems={show(mems)}")
 
-    def start_pod(self, pod_manifest: Manifest, sandbox_id: str) -> None:
+    def start_pod(self, pod_manifest: Manifest, pod_id: str) -> None:
         kube = KubernetesPod.from_manifest(pod_manifest)
-        pod = kube.sandbox(sandbox_id)
+        pod = kube.sandbox(pod_id)
         print(f"RunPodSandbox {pod.namespace}/{pod.name} ({kube.qos.value})")
         self.engine.run_pod_sandbox(pod)
         for spec in kube.spec.containers:
             ctr = kube.container(
                 spec.name,
-                f"{sandbox_id}-{spec.name}",
-                sandbox_id=sandbox_id,
+                f"{pod_id}-{spec.name}",
+                pod_id=pod_id,
                 memory_capacity=self.engine.memory_capacity,
             )
             try:
@@ -111,19 +110,19 @@ class HostAgent:
             running = kube.container(
                 spec.name,
                 ctr.id,
-                sandbox_id=sandbox_id,
+                pod_id=pod_id,
                 memory_capacity=self.engine.memory_capacity,
                 state=ContainerState.RUNNING,
                 pid=4000 + len(self.running),
             )
             self.engine.post_start_container(pod, running)
 
-    def remove_pod(self, pod_manifest: Manifest, sandbox_id: str) -> None:
-        pod = KubernetesPod.from_manifest(pod_manifest).sandbox(sandbox_id)
+    def remove_pod(self, pod_manifest: Manifest, pod_id: str) -> None:
+        pod = KubernetesPod.from_manifest(pod_manifest).sandbox(pod_id)
         print(f"StopPodSandbox + RemovePodSandbox {pod.namespace}/{pod.name}")
         self.engine.stop_pod_sandbox(pod)
         self.engine.remove_pod_sandbox(pod)
-        for cid in [c for c in self.running if c.startswith(f"{sandbox_id}-")]:
+        for cid in [c for c in self.running if c.startswith(f"{pod_id}-")]:
             del self.running[cid]
         self.apply(self.queue.take(), "update (sent later)")
 
@@ -134,7 +133,7 @@ def main() -> None:
     engine = Engine.build(
         "exclusive-cpus",
         policy_modules=[str(POLICY_FILE)],
-        machine=expected_machine(load_machine("box-16")),
+        machine="box-16",
         runtime_updates=queue,
         decision_log=decisions,
     )

@@ -53,7 +53,7 @@ def test_simulator_defaults_run_a_pod_through_the_plugin() -> None:
     assert container.core.machine() == expected_machine(load_machine("box-16"))
     decisions = container.adapters.decision_log()
     assert isinstance(decisions, RecordingDecisionLog)
-    assert [d.container_name for d in decisions.decisions] == ["app"]
+    assert [d.container for d in decisions.decisions] == ["app"]
     assert container.adapters.state_store().saves > 0
     host = container.adapters.host_control()
     assert isinstance(host, InMemoryHostControl)

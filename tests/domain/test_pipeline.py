@@ -58,7 +58,7 @@ def test_create_returns_adjustment_and_persists_once() -> None:
     assert ctr.pending.controllers == frozenset()
     assert ctr.requirements.cpu_request == 500
     decision = rig.log.decisions[-1]
-    assert (decision.container_name, decision.pod_name, decision.reason) == ("a", "pod0", "cpu 0")
+    assert (decision.container, decision.pod, decision.reason) == ("a", "pod0", "cpu 0")
     assert decision.operation == "create-container"
     assert decision.cpus == CPUSet.of(0) and decision.mems == CPUSet.of(0)
 
@@ -198,7 +198,7 @@ def test_failing_allocate_leaves_cache_exactly_as_it_was() -> None:
     assert rig.store.saves == saves and rig.store.raw == saved
     assert rig.log.notices[-1].severity is Severity.ERROR
     assert "no room on any NUMA node" in rig.log.notices[-1].message
-    assert rig.log.decisions[-1].container_name == "a"  # no decision for the failed one
+    assert rig.log.decisions[-1].container == "a"  # no decision for the failed one
 
 
 def test_bugs_in_a_policy_are_reported_as_internal_errors() -> None:
@@ -696,7 +696,7 @@ class _BatchLog(RecordingDecisionLog):
         self.batches: list[list[str]] = []
 
     def decision_batch(self, decisions: Sequence[Decision]) -> None:
-        self.batches.append([d.container_name for d in decisions])
+        self.batches.append([d.container for d in decisions])
         super().decision_batch(decisions)
 
 
@@ -738,7 +738,7 @@ def test_a_log_without_batches_gets_every_decision_one_at_a_time() -> None:
     manager.run_pod(pod)
     running = [make_container(pod, name, state=ContainerState.RUNNING) for name in "ab"]
     manager.synchronize([pod], running)
-    assert [d.container_name for d in log.decisions] == ["a", "b"]
+    assert [d.container for d in log.decisions] == ["a", "b"]
 
 
 def test_no_checkpoint_stays_open_after_operations_fail_or_succeed() -> None:

@@ -74,7 +74,7 @@ class _OrderedLog(RecordingDecisionLog):
 
     def decision_batch(self, decisions: Sequence[Decision]) -> None:
         self.events.append("decisions")
-        self.batches.append([d.container_name for d in decisions])
+        self.batches.append([d.container for d in decisions])
         super().decision_batch(decisions)
 
     def notice(self, notice: Notice) -> None:
@@ -229,7 +229,7 @@ def test_a_sink_without_decision_batch_gets_one_call_per_decision() -> None:
             self.seen: list[str] = []
 
         def decision(self, decision: Decision) -> None:
-            self.seen.append(decision.container_name)
+            self.seen.append(decision.container)
 
         def notice(self, notice: Notice) -> None:
             pass

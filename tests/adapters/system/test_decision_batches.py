@@ -92,8 +92,8 @@ def decisions(count: int) -> list[Decision]:
         Decision(
             operation="create-container",
             container_id=f"c{i}",
-            container_name="app",
-            pod_name=f"web-{i}",
+            container="app",
+            pod=f"web-{i}",
             namespace="prod",
             cpus=CPUSet.parse("0-3,8"),
             mems=None,

@@ -25,8 +25,8 @@ def decision() -> Decision:
     return Decision(
         operation="create-container",
         container_id="c1",
-        container_name="app",
-        pod_name="web",
+        container="app",
+        pod="web",
         namespace="prod",
         cpus=CPUSet.parse("2-3"),
         mems=CPUSet.parse("0"),

@@ -63,9 +63,9 @@ def _fields(decision: Decision) -> dict[str, Any]:
     cpus, mems = decision.cpus, decision.mems
     fields: dict[str, Any] = {
         "operation": decision.operation,
-        "container": decision.container_name,
+        "container": decision.container,
         "container_id": decision.container_id,
-        "pod": decision.pod_name,
+        "pod": decision.pod,
         "namespace": decision.namespace,
         "cpus": "" if cpus is None else str(cpus),
         "mems": "" if mems is None else str(mems),

@@ -153,16 +153,15 @@ class KubernetesPod:
             hugepage_limits=total.hugepage_limits,
         )
 
-    def sandbox(
-        self, sandbox_id: str, *, cgroup_driver: CgroupDriver = CgroupDriver.CGROUPFS
-    ) -> Pod:
-        """The neutral pod for the sandbox ``sandbox_id`` (the pod needs a ``uid``)."""
+    def sandbox(self, pod_id: str, *, cgroup_driver: CgroupDriver = CgroupDriver.CGROUPFS) -> Pod:
+        """The neutral pod whose id (the runtime's pod sandbox id) is ``pod_id`` (the pod
+        needs a ``uid``)."""
         spec = self.spec
         if not spec.uid:
             raise ManifestError("metadata.uid: the pod needs a uid (kubelet names cgroups by it)")
         qos = self.qos
         return Pod(
-            id=sandbox_id,
+            id=pod_id,
             name=spec.name,
             uid=spec.uid,
             namespace=spec.namespace,
@@ -184,16 +183,23 @@ class KubernetesPod:
         name: str,
         container_id: str,
         *,
-        sandbox_id: str,
+        pod_id: str | None = None,
         memory_capacity: int,
         state: ContainerState = ContainerState.CREATING,
         cgroup_driver: CgroupDriver = CgroupDriver.CGROUPFS,
         pid: int | None = None,
+        sandbox_id: str | None = None,
     ) -> Container:
-        """The neutral container ``name`` with id ``container_id`` in sandbox ``sandbox_id``.
+        """The neutral container ``name`` with id ``container_id`` in the pod whose id (the
+        runtime's pod sandbox id, :meth:`sandbox`'s) is ``pod_id``.
 
         ``memory_capacity`` is the node's memory in bytes (kubelet's OOM score adjustment of
-        Burstable containers depends on it; :attr:`Engine.memory_capacity` has it)."""
+        Burstable containers depends on it; :attr:`Engine.memory_capacity` has it).
+        ``sandbox_id`` is the former name of ``pod_id``, still accepted."""
+        if (pod_id is None) == (sandbox_id is None):
+            raise TypeError("give the pod's id as pod_id (or its former name sandbox_id), once")
+        pod_id = pod_id if pod_id is not None else sandbox_id
+        assert pod_id is not None
         spec = self.container_spec(name)
         pod = self.spec
         qos = self.qos
@@ -203,7 +209,7 @@ class KubernetesPod:
         )
         return Container(
             id=container_id,
-            pod_id=sandbox_id,
+            pod_id=pod_id,
             name=name,
             state=state,
             labels={

@@ -40,8 +40,8 @@ def _decision(d: Decision) -> dict[str, Any]:
     return {
         "operation": d.operation,
         "namespace": d.namespace,
-        "pod": d.pod_name,
-        "container": d.container_name,
+        "pod": d.pod,
+        "container": d.container,
         "container_id": d.container_id,
         "cpus": _cpuset(d.cpus),
         "mems": _cpuset(d.mems),
@@ -262,7 +262,7 @@ def _balloon_table(balloons: Sequence[BalloonView], indent: str) -> list[str]:
 
 def _decision_line(d: Decision) -> str:
     return (
-        f"decision: {d.namespace}/{d.pod_name}/{d.container_name} cpus={_text(d.cpus)} "
+        f"decision: {d.namespace}/{d.pod}/{d.container} cpus={_text(d.cpus)} "
         f"mems={_text(d.mems)} ({d.reason})"
     )
 

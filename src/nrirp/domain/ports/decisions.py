@@ -13,17 +13,32 @@ from nrirp.domain.cpuset import CPUSet
 
 @attrs.frozen
 class Decision:
-    """What the policy decided for one container, and why."""
+    """What the policy decided for one container, and why.
+
+    The container is named as everywhere records name one (log lines, the simulator's JSON,
+    ``docs/core.md``): ``namespace``, ``pod`` (the pod's name), ``container`` (its name) and
+    ``container_id``.
+    """
 
     operation: str
     container_id: str
-    container_name: str
-    pod_name: str
+    container: str
+    pod: str
     namespace: str
     cpus: CPUSet | None
     mems: CPUSet | None
     reason: str
     ok: bool = True
+
+    @property
+    def container_name(self) -> str:
+        """Former name of :attr:`container` (kept for readers written against it)."""
+        return self.container
+
+    @property
+    def pod_name(self) -> str:
+        """Former name of :attr:`pod` (kept for readers written against it)."""
+        return self.pod
 
 
 class Severity(enum.Enum):

@@ -178,7 +178,7 @@ def test_lifecycle_adjusts_and_tracks_state() -> None:
         assert rig.manager.containers() == [] and rig.manager.pods() == []
 
     with_plugin(body, decisions=decisions)
-    assert [(d.container_name, str(d.cpus), d.reason) for d in decisions.decisions] == [
+    assert [(d.container, str(d.cpus), d.reason) for d in decisions.decisions] == [
         ("a", "2-3", "pinned by annotation")
     ]
 
