@@ -28,6 +28,7 @@ from nrirp.app.embed import (
     CallbackRuntimeUpdates,
     CgroupDriver,
     ContainerState,
+    CreateResult,
     EmbeddedContainer,
     Engine,
     KubernetesPod,
@@ -50,6 +51,7 @@ from nrirp.simruntime import (
     RuntimeOptions,
     SimRuntime,
 )
+from nrirp.testing import guaranteed, pod, run_pod
 from tests.app.test_containers import THIS_MODULE as FIRST_CPU_MODULE
 
 ROOT = Path(__file__).parents[2]
@@ -84,6 +86,22 @@ def manifest(
 GUARANTEED = {"name": "app", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}}}
 BURSTABLE = {"name": "log", "resources": {"requests": {"cpu": "100m", "memory": "32Mi"}}}
 FRACTIONAL = {"name": "log", "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}}}
+
+
+def web_pod(*containers: Any) -> Any:
+    """The pod ``manifest()`` describes, built with the test kit (``nrirp.testing``)."""
+    return pod(
+        "web",
+        *(containers or (guaranteed("app", 2, "1Gi"), guaranteed("log", "500m", "256Mi"))),
+        namespace="prod",
+        uid=UID,
+        labels={"app": "web"},
+        annotations={"team": "shop"},
+    )
+
+
+WEB = web_pod()
+APP, LOG = WEB.container_id("app"), WEB.container_id("log")
 
 
 # ---------------------------------------------------------------------- the worked example
@@ -135,29 +153,10 @@ def test_the_example_is_importable_and_uses_no_socket(
 
 
 # ---------------------------------------------------------------------- building
-def lifecycle(engine: Engine, manifest_doc: dict[str, Any] | None = None) -> list[Any]:
-    """RunPodSandbox .. PostStart for every container; the create results."""
-    kube = KubernetesPod.from_manifest(manifest_doc or manifest(GUARANTEED, FRACTIONAL))
-    pod = kube.sandbox("sb1")
-    engine.run_pod_sandbox(pod)
-    results = []
-    for spec in kube.spec.containers:
-        ctr = kube.container(
-            spec.name, f"c-{spec.name}", sandbox_id="sb1", memory_capacity=engine.memory_capacity
-        )
-        results.append(engine.create_container(pod, ctr))
-        engine.post_create_container(pod, ctr)
-        engine.start_container(pod, ctr)
-        running = kube.container(
-            spec.name,
-            ctr.id,
-            sandbox_id="sb1",
-            memory_capacity=engine.memory_capacity,
-            state=ContainerState.RUNNING,
-            pid=100,
-        )
-        engine.post_start_container(pod, running)
-    return results
+def lifecycle(engine: Engine, the_pod: Any = WEB) -> list[CreateResult]:
+    """RunPodSandbox .. PostStart for every container (the test kit's walk); the create
+    results."""
+    return list(run_pod(engine, the_pod).results.values())
 
 
 def test_every_adapter_is_the_agents_own() -> None:
@@ -183,13 +182,13 @@ def test_every_adapter_is_the_agents_own() -> None:
     )
     assert store.saves > 0 and UID in (store.raw or "")
     assert list(host.settings.values()) == [HostChange(cgroup={"memory.high": "max"})] * 2
-    assert [d.container_name for d in log.decisions] == ["app", "log"]
+    assert [d.container for d in log.decisions] == ["app", "log"]
     assert {op for op, _, ok in metrics.operations if ok} >= {"run-pod", "create-container"}
-    assert engine.container_by_id("c-app") is not None
-    assert engine.container_by_id("c-app").created_at == 7.0  # type: ignore[union-attr]
+    assert engine.container_by_id(APP) is not None
+    assert engine.container_by_id(APP).created_at == 7.0  # type: ignore[union-attr]
     # an unsolicited update (a policy event) goes to the agent's adapter
-    engine.inject_event(PolicyEvent("move", "agent", "c-app"))
-    assert updates.updates == [Update("c-app", LinuxResources(cpus=CPUSet.of(2)))]
+    engine.inject_event(PolicyEvent("move", "agent", APP))
+    assert updates.updates == [Update(APP, LinuxResources(cpus=CPUSet.of(2)))]
 
 
 def test_hardware_discovery_and_policy_object() -> None:
@@ -265,9 +264,8 @@ def test_refusal_reconfiguration_and_updates_failed() -> None:
     assert app.updates == ()
     assert shared.adjustment.resources.cpus == CPUSet.parse("1,4-15")
     assert shared.updates == ()
-    huge = manifest({"name": "big", "resources": {"limits": {"cpu": "14", "memory": "1Gi"}}})
     with pytest.raises(OperationFailedError) as info:
-        lifecycle(engine, {**huge, "metadata": {**huge["metadata"], "uid": "u2", "name": "b"}})
+        lifecycle(engine, pod("b", guaranteed("big", 14, "1Gi"), namespace="prod"))
     assert "cannot give big 14 exclusive CPUs" in info.value.reason
     outcome = engine.reconfigure({"reservedResources": {"cpus": 1}})
     assert not outcome.applied and outcome.reason == "reservedResources.cpus: unknown field"
@@ -278,21 +276,18 @@ def test_refusal_reconfiguration_and_updates_failed() -> None:
     assert updates.updates == []
     outcome = engine.reconfigure("{}")
     assert outcome.applied and outcome.updates == 1  # app keeps 2-3; the shared pool grows
-    assert [(u.container_id, str(u.resources.cpus)) for u in updates.updates] == [
-        ("c-log", "0-1,4-15")
-    ]
+    assert [(u.container_id, str(u.resources.cpus)) for u in updates.updates] == [(LOG, "0-1,4-15")]
     engine.updates_failed(updates.updates, "runtime said no")
     notices = [n.message for n in log.notices]
-    assert "updates failed for c-log: runtime said no" in notices
+    assert f"updates failed for {LOG}: runtime said no" in notices
 
 
 def test_a_refusal_is_one_log_line_and_the_callers_exception(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     engine, _ = exclusive_engine()  # decisions and notices go to the nrirp.decisions logger
-    huge = manifest({"name": "big", "resources": {"limits": {"cpu": "20", "memory": "1Gi"}}})
     with caplog.at_level(logging.DEBUG), pytest.raises(OperationFailedError) as info:
-        lifecycle(engine, huge)
+        lifecycle(engine, web_pod(guaranteed("big", 20, "1Gi")))
     assert not info.value.internal and "cannot give big 20 exclusive CPUs" in info.value.reason
     about = [r for r in caplog.records if "cannot give big" in r.getMessage()]
     assert [(r.levelno, r.name) for r in about] == [(logging.ERROR, "nrirp.decisions")]
@@ -306,21 +301,15 @@ def test_restart_restores_state_and_synchronize_reconciles() -> None:
     lifecycle(engine)
     engine.close()
     again, _ = exclusive_engine(state_store=store, decision_log=RecordingDecisionLog())
-    assert {c.id: str(c.cpus) for c in again.containers()} == {"c-app": "0-1", "c-log": "2-15"}
-    kube = KubernetesPod.from_manifest(manifest(GUARANTEED, FRACTIONAL))
-    pod = kube.sandbox("sb1")
-    survivor = kube.container(
-        "app",
-        "c-app",
-        sandbox_id="sb1",
-        memory_capacity=again.memory_capacity,
-        state=ContainerState.RUNNING,
+    assert {c.id: str(c.cpus) for c in again.containers()} == {APP: "0-1", LOG: "2-15"}
+    survivor = WEB.container(
+        "app", memory_capacity=again.memory_capacity, state=ContainerState.RUNNING
     )
-    updates = again.synchronize([pod], [survivor])  # c-log is gone
-    assert [c.id for c in again.containers()] == ["c-app"]
+    updates = again.synchronize([WEB.sandbox], [survivor])  # log is gone
+    assert [c.id for c in again.containers()] == [APP]
     # the runtime reported no cpuset for the survivor: the recorded one is sent again, and the
     # shared pool (now nobody) needs no update
-    assert [(u.container_id, str(u.resources.cpus)) for u in updates] == [("c-app", "0-1")]
+    assert [(u.container_id, str(u.resources.cpus)) for u in updates] == [(APP, "0-1")]
 
 
 # ---------------------------------------------------------------------- Kubernetes pods
@@ -346,7 +335,7 @@ def test_kubernetes_pod_matches_what_the_simulated_runtime_reports() -> None:
         assert getattr(pod, field) == getattr(expected_pod, field), field
     assert dict(pod.labels) == dict(expected_pod.labels)
     for pb in containers:
-        mine = kube.container(pb.name, pb.id, sandbox_id=sandbox.id, memory_capacity=capacity)
+        mine = kube.container(pb.name, pb.id, pod_id=sandbox.id, memory_capacity=capacity)
         theirs = container_from_pb(pb)
         for field in ("id", "pod_id", "name", "resources", "oom_score_adj", "cgroups_path"):
             assert getattr(mine, field) == getattr(theirs, field), (pb.name, field)
@@ -364,7 +353,7 @@ def test_kubernetes_qos_cgroups_and_init_containers() -> None:
     pod = mixed.sandbox("sb", cgroup_driver=CgroupDriver.SYSTEMD)
     assert pod.cgroup_parent == f"kubepods-burstable-pod{UID.replace('-', '_')}.slice"
     assert pod.qos_class is QOSClass.BURSTABLE
-    setup = mixed.container("setup", "c0", sandbox_id="sb", memory_capacity=1 << 30)
+    setup = mixed.container("setup", "c0", pod_id="sb", memory_capacity=1 << 30)
     assert setup.resources.cpu_shares == 2 and setup.resources.memory_limit is None
     big_init = KubernetesPod.from_manifest(
         manifest(
@@ -374,7 +363,13 @@ def test_kubernetes_qos_cgroups_and_init_containers() -> None:
     )
     # pod resources: the larger of the containers' sum and the largest init container
     assert big_init.pod_resources() == Resources(3000, 3000, 1 << 30, 1 << 30)
-    app = big_init.container("app", "c1", sandbox_id="sb", memory_capacity=8 << 30)
+    app = big_init.container("app", "c1", pod_id="sb", memory_capacity=8 << 30)
+    # sandbox_id, the documented former name of pod_id, still works; both or neither do not
+    assert big_init.container("app", "c1", sandbox_id="sb", memory_capacity=8 << 30) == app
+    with pytest.raises(TypeError, match="pod_id"):
+        big_init.container("app", "c1", pod_id="sb", sandbox_id="sb", memory_capacity=1)
+    with pytest.raises(TypeError, match="pod_id"):
+        big_init.container("app", "c1", memory_capacity=1)
     assert (app.resources.cpu_shares, app.resources.cpu_quota, app.oom_score_adj) == (
         2048,
         200_000,
