@@ -6,6 +6,7 @@ import pytest
 
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.pipeline import OperationFailedError
+from nrirp.domain.topology import CPU, Machine, NumaNode
 
 from .support import GiB, anno, catalogue, config, make_rig, tiny_machine
 
@@ -294,3 +295,42 @@ def test_memory_pinned_to_the_pool_nodes_and_widened_when_overcommitted() -> Non
     rig.stop(pod_b, b)
     assert rig.mems(a) == pool.mems
     assert rig.tags(a)["topology-aware.memory"] == str(pool.mems)
+
+
+def _socket_of_two_busy_nodes() -> Machine:
+    """One package: NUMA node 0 with CPUs 0-4 (0 to be reserved), node 1 with CPUs 5-8."""
+    cpus = [
+        CPU(id=i, package_id=0, die_id=0, cluster_id=i, core_id=i, node_id=0 if i < 5 else 1)
+        for i in range(9)
+    ]
+    nodes = [
+        NumaNode(id=0, cpus=CPUSet.parse("0-4"), memory_bytes=8 * GiB),
+        NumaNode(id=1, cpus=CPUSet.parse("5-8"), memory_bytes=8 * GiB),
+    ]
+    return Machine.build(cpus, nodes)
+
+
+def test_exclusive_cpus_across_busy_child_pools() -> None:
+    """Issue 13 item 6: 4 exclusive CPUs fit the socket (8 sharable, 500m used) though
+    neither NUMA node can give 4: they come from both, each node keeping a CPU for its
+    shared container (the reference takes them from the socket; we were refusing)."""
+    rig = make_rig(_socket_of_two_busy_nodes(), config(reservedResources={"cpu": "cpuset:0"}))
+    _, a, _ = rig.run("a", cpu=250, limit=500, memory=GiB)
+    _, b, _ = rig.run("b", cpu=250, limit=500, memory=GiB)
+    assert {rig.pool(a), rig.pool(b)} == {"NUMA node #0", "NUMA node #1"}
+    _, g, _ = rig.run("g", "Guaranteed", cpu=4000)
+    exclusive = rig.cpus(g)
+    assert rig.pool(g) == "socket #0" and len(exclusive) == 4
+    for ctr in (a, b):  # every shared container keeps CPUs of its own node
+        pool = rig.alloc.tree.by_name(rig.pool(ctr))
+        assert pool is not None and rig.cpus(ctr) == rig.alloc.supply.sharable[pool.id]
+        assert rig.cpus(ctr) and rig.cpus(ctr).isdisjoint(exclusive)
+        assert rig.cpus(ctr) <= pool.cpus
+    # 3 more: the socket has 4 sharable CPUs and 500m used, but each node must keep one
+    with pytest.raises(OperationFailedError) as info:
+        rig.run("h", "Guaranteed", cpu=3000)
+    assert "its child pools keep at least 2 CPUs of them for their shared containers" in str(
+        info.value
+    )
+    _, h, _ = rig.run("h2", "Guaranteed", cpu=2000)  # 2 fit
+    assert len(rig.cpus(h)) == 2 and rig.cpus(a) and rig.cpus(b)

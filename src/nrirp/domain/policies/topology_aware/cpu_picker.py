@@ -56,11 +56,18 @@ class CPUPicker:
 
     def pick_sharable(self, pool: Pool, cpu: CPURequest, hinted: CPUSet) -> CPUSet:
         """Exclusive CPUs from the pool's sharable set that leave every pool they come from
-        enough CPUs for its shared grants (steering around full descendants)."""
+        enough CPUs for its shared grants.
+
+        When a pick would leave a descendant with too few CPUs for its shared containers,
+        that descendant keeps what it needs (its CPUs the pick left, plus the ones the CPU
+        allocator values least among those picked there) and the pick is made again without
+        them: a request that fits the pool as a whole is served from several busy children.
+        """
         supply = self.supply
-        excluded = CPUSet()
-        for _ in range(len(pool.descendants) + 1):
-            picked = self.pick(supply.sharable[pool.id] - excluded, cpu, hinted)
+        sharable = supply.sharable[pool.id]
+        kept = CPUSet()
+        while True:
+            picked = self.pick(sharable - kept, cpu, hinted)
             if not picked:
                 return CPUSet()
             over = supply.overcommitted_by(pool, picked)
@@ -71,9 +78,16 @@ class CPUPicker:
             below = [p for p in over if p.id != pool.id and p not in pool.ancestors]
             if len(below) != len(over):
                 return CPUSet()
-            for p in below:
-                excluded = excluded | supply.sharable[p.id]
-        return CPUSet()
+            before = kept
+            for p in sorted(below, key=lambda p: -p.depth):  # the deepest first
+                own = supply.sharable[p.id]
+                taken = (picked - kept) & own
+                need = -(-supply.shared_granted[p.id] // 1000) - len(own - taken)
+                if need > 0:
+                    back = self.cpu_allocator.release(taken, need, priority=cpu.priority)
+                    kept = kept | (own - taken) | back
+            if kept == before:
+                return CPUSet()
 
     def _pick_threads(
         self, available: CPUSet, count: int, priority: CPUPriority, hinted: CPUSet

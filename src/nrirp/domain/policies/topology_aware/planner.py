@@ -230,6 +230,12 @@ class Planner:
             )
             if allocatable < 1000 * sharable - used:
                 text += f" ({max(allocatable, 0)}m allocatable along its path)"
+            kept = sum(-(-supply.shared_granted[c.id] // 1000) for c in pool.children)
+            if kept:
+                text += (
+                    f"; its child pools keep at least {plural(kept, 'CPU')} of them for their "
+                    "shared containers"
+                )
             if isolated:
                 text += f"; and {isolated} (prefer-isolated-cpus)"
             return text
