@@ -164,6 +164,7 @@ class Observability:
             ", /metrics" if self.exporter is not None else "",
             inst.http_endpoint,
             server.port,
+            extra={"fields": {"endpoint": inst.http_endpoint, "port": server.port}},
         )
 
     async def close(self) -> None:
