@@ -7,13 +7,15 @@ The embedding API's entry points are available here (imported on first use, so t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # not typing's: the NRI v0.1 exec client imports this on every run
 
 __version__ = "0.1.0"
 
 __all__ = ["Engine", "KubernetesPod", "__version__"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from nrirp.app.embed import Engine, KubernetesPod
 
 _LAZY = {"Engine", "KubernetesPod"}

@@ -13,8 +13,8 @@ This module is imported by the exec client on every container start: it imports 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing itself is not imported: the exec client loads this module
 if TYPE_CHECKING:
     from collections.abc import Mapping
 

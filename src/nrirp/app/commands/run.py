@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from nrirp.app.commands.common.agent import add_agent_arguments
+from nrirp.app.commands.common.engine_api import add_engine_api_arguments
 from nrirp.app.commands.common.hardware_source import add_memory_type_argument
 from nrirp.app.commands.common.parsing import (
     add_command_parser,
@@ -70,6 +71,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default="/var/run/nri/nri.sock",
         help="runtime's NRI socket (default: %(default)s); ignored for a pre-launched plugin",
     )
+    add_engine_api_arguments(parser)
     parser.add_argument(
         "--plugin-name",
         metavar="NAME",
@@ -106,6 +108,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=float,
         default=1.0,
         help="how often to check the config file for changes; 0 disables (default: 1)",
+    )
+    parser.add_argument(
+        "--http-endpoint",
+        metavar="[HOST]:PORT",
+        default="",
+        help="serve /healthz, /readyz and /status (and /metrics when the configuration exports "
+        "them) here from the start, e.g. ':8891', whatever the configuration; its "
+        "instrumentation.httpEndpoint, when set, takes over (default: only that)",
     )
     add_agent_arguments(parser)
     add_log_level_argument(parser, "info", "level of the daemon's log, on stderr")
@@ -156,6 +166,10 @@ def _run(args: argparse.Namespace) -> int:
             "pod_resources_socket": args.pod_resources_socket,
         }
     )
+    if args.engine_api or args.nri_v01:
+        from nrirp.app.daemon.engine_api import use_engine_api
+
+        use_engine_api(container, args.engine_socket, nri_v01=args.nri_v01)
     log.info(
         "nrirp %s starting: policy %s, state dir %s, sysfs %s",
         __version__,
@@ -226,6 +240,14 @@ def _run(args: argparse.Namespace) -> int:
         )
     else:
         log.info("no saved state in %s: starting empty", store.path)
+    if args.engine_api or args.nri_v01:
+        from nrirp.app.daemon.engine_api import EngineApiError, start_engine_api
+
+        try:
+            start_engine_api(container)
+        except EngineApiError as exc:
+            log.error("engine API: %s", exc)
+            return EXIT_CONFIG
     daemon = Daemon(container, args)
     daemon.config_source = _config_source(args, outcome.restored, manager.config is not None)
     return asyncio.run(daemon.serve())
@@ -336,6 +358,7 @@ class Daemon:
 
         container = self.container
         container.connection().prelaunched = container.stub().prelaunched
+        self.observability.default_endpoint = self.args.http_endpoint
         await self.observability.start()
         events = ConfigEvents(
             state=container.config_state(),
