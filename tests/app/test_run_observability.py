@@ -249,3 +249,23 @@ print(steps)
         [False, True],  # an endpoint: the server
         [True, True],  # export: prometheus_client
     ]
+
+
+def test_the_http_endpoint_flag_serves_health_without_a_configuration(
+    tmp_path: Path, sysfs: Path
+) -> None:
+    async def body(server: RuntimeServer) -> None:
+        daemon = Daemon(tmp_path, sysfs, "--http-endpoint", "127.0.0.1:0", policy="template")
+        try:
+            port = (await daemon.wait_for("^serving /healthz"))["port"]
+            assert (await aget(port, "/healthz"))[0] == 200
+            assert (await aget(port, "/metrics"))[0] == 404  # the configuration exports none
+            peer = await server.next_peer(timeout=20)
+            await peer.handshake(runtime_version="v1.7.24")
+            await until(port, "/readyz", 200)
+            report = json.loads((await aget(port, "/status"))[1])
+            assert report["config"] == {"source": "defaults", "generation": 1, "last_reload": None}
+        finally:
+            daemon.kill()
+
+    with_runtime(tmp_path, body)

@@ -117,6 +117,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "them) here from the start, e.g. ':8891', whatever the configuration; its "
         "instrumentation.httpEndpoint, when set, takes over (default: only that)",
     )
+    parser.add_argument(
+        "--http-endpoint",
+        metavar="[HOST]:PORT",
+        default="",
+        help="serve /healthz, /readyz and /status (and /metrics when the configuration exports "
+        "them) here from the start, e.g. ':8891', whatever the configuration; its "
+        "instrumentation.httpEndpoint, when set, takes over (default: only that)",
+    )
     add_agent_arguments(parser)
     add_log_level_argument(parser, "info", "level of the daemon's log, on stderr")
     parser.add_argument(
@@ -358,6 +366,7 @@ class Daemon:
 
         container = self.container
         container.connection().prelaunched = container.stub().prelaunched
+        self.observability.default_endpoint = self.args.http_endpoint
         self.observability.default_endpoint = self.args.http_endpoint
         await self.observability.start()
         events = ConfigEvents(

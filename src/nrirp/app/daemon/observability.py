@@ -118,6 +118,9 @@ class Observability:
         self._view_generation = -1
         self._policy_polled = False
         self._report_period = 30.0
+        self.default_endpoint = ""
+        """Served when the configuration sets no ``httpEndpoint`` (``nrirp run
+        --http-endpoint``): health probes then work whatever the configuration says."""
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -133,19 +136,21 @@ class Observability:
         """Serve what ``config``'s ``instrumentation`` block asks for: the HTTP server on
         ``httpEndpoint`` (moved when it changes, stopped when it empties), ``/metrics`` when
         ``prometheusExport`` (or ``metricsExporter: prometheus``) is set, the metric groups
-        and the polling period. A server that cannot start is logged; the daemon goes on."""
+        and the polling period. Without ``httpEndpoint``, :attr:`default_endpoint` is served.
+        A server that cannot start is logged; the daemon goes on."""
         inst = config.instrumentation if config is not None else InstrumentationConfig()
         previous, self._instrumentation = self._instrumentation, inst
         self._apply_metrics(inst)
-        if previous is not None and previous.http_endpoint == inst.http_endpoint:
+        endpoint = inst.http_endpoint or self.default_endpoint
+        if previous is not None and self.server is not None and self.server.endpoint == endpoint:
             return
         self._stop_server()
-        if not inst.http_endpoint:
+        if not endpoint:
             return
         from nrirp.adapters.http.server import HttpServer
 
         server = HttpServer(
-            inst.http_endpoint,
+            endpoint,
             {
                 "/healthz": self._healthz,
                 "/readyz": self._readyz,
@@ -156,15 +161,15 @@ class Observability:
         try:
             server.start()
         except (OSError, ValueError) as exc:
-            log.error("HTTP endpoint %s not served: %s", inst.http_endpoint, exc)
+            log.error("HTTP endpoint %s not served: %s", endpoint, exc)
             return
         self.server = server
         log.info(
             "serving /healthz, /readyz, /status%s on %s (port %d)",
             ", /metrics" if self.exporter is not None else "",
-            inst.http_endpoint,
+            endpoint,
             server.port,
-            extra={"fields": {"endpoint": inst.http_endpoint, "port": server.port}},
+            extra={"fields": {"endpoint": endpoint, "port": server.port}},
         )
 
     async def close(self) -> None:
