@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup run test lint typecheck unit e2e bench clean
+.PHONY: setup run test lint typecheck unit e2e bench image clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ e2e: $(STAMP)
 
 test: lint typecheck
 	$(BIN)/pytest
+
+# the container image (docs/deploy.md): Debian base by mmdebstrap + our wheel, OCI archive by
+# umoci, no registry pull; reproducible (SOURCE_DATE_EPOCH: the last commit's time by default)
+image: $(STAMP)
+	$(BIN)/python -m tools.image.build --output build/nrirp-image.tar
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
