@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from nrirp.app.simulator.workload import (
+    ApplyConfig,
     ContainerResources,
     CreatePod,
+    DeleteConfig,
     DeletePod,
     Event,
     ExitContainer,
+    LabelNode,
     Reconfigure,
     RestartContainer,
     Step,
@@ -58,8 +61,24 @@ def describe_step(step: Step) -> str:
         return f"container {action.namespace}/{action.pod}/{action.container} exits (no restart)"
     if isinstance(action, Reconfigure):
         return f"reconfigure from {action.file}" if action.file else "reconfigure (inline config)"
+    if isinstance(action, ApplyConfig):
+        return f"apply {action.file}" if action.file else f"apply {_resource(action.config)}"
+    if isinstance(action, DeleteConfig):
+        return f"delete {action.kind or 'configuration'} {action.namespace}/{action.name}"
+    if isinstance(action, LabelNode):
+        if action.value is None:
+            return f"remove node label {action.key}"
+        return f"label node {action.key}={action.value}"
     if isinstance(action, Event):
         return f"event {action.kind} from {action.source}"
     if isinstance(action, Duration):
         return f"sleep {action}"
     raise TypeError(f"unknown step action {action!r}")  # pragma: no cover
+
+
+def _resource(config: object) -> str:
+    if isinstance(config, Mapping):
+        metadata = config.get("metadata")
+        name = metadata.get("name", "?") if isinstance(metadata, Mapping) else "?"
+        return f"{config.get('kind', 'resource')} {name}"
+    return "resource (inline YAML)"

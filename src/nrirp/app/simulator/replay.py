@@ -20,6 +20,7 @@ import attrs
 from nrirp.adapters.documents import load_policy_config
 from nrirp.adapters.memory import RecordingDecisionLog
 from nrirp.adapters.system import ConfigFileError, read_config_file
+from nrirp.app.simulator.cluster import SimulatedCluster, needs_cluster
 from nrirp.app.simulator.composition import SimulatorContainer
 from nrirp.app.simulator.describe import describe_step
 from nrirp.app.simulator.expect import (
@@ -41,10 +42,13 @@ from nrirp.app.simulator.results import (
 from nrirp.app.simulator.simulation import Simulation
 from nrirp.app.simulator.updates import SettledTimeoutError, SettlingRuntimeUpdates
 from nrirp.app.simulator.workload import (
+    ApplyConfig,
     CreatePod,
+    DeleteConfig,
     DeletePod,
     Event,
     ExitContainer,
+    LabelNode,
     Reconfigure,
     RestartContainer,
     Step,
@@ -53,6 +57,7 @@ from nrirp.app.simulator.workload import (
 )
 from nrirp.domain.config import ConfigError, PolicySpecs
 from nrirp.domain.config.duration import Duration
+from nrirp.domain.config.registry import builtin_specs
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import HostChange
 from nrirp.domain.pipeline import ResourceManager
@@ -103,11 +108,20 @@ class Replayer:
         self.workload = workload
         self._previous: dict[str, ContainerView] = {}
         self._refusals: dict[str, str] = {}
+        self.cluster: SimulatedCluster | None = None
+        if needs_cluster(workload):
+            self.cluster = SimulatedCluster(manager, specs or builtin_specs(), workload.base_dir)
 
     async def run(self) -> list[StepResult]:
         """Replay every step in order."""
         await self._settle([])
-        return [await self.run_step(step) for step in self.workload.steps]
+        if self.cluster is not None:
+            await self.cluster.start()
+        try:
+            return [await self.run_step(step) for step in self.workload.steps]
+        finally:
+            if self.cluster is not None:
+                await self.cluster.stop()
 
     async def run_step(self, step: Step) -> StepResult:
         """Replay one step and record the state after it."""
@@ -171,6 +185,14 @@ class Replayer:
             await self._exit(action)
         elif isinstance(action, Reconfigure):
             self._reconfigure(action)
+        elif isinstance(action, ApplyConfig | DeleteConfig | LabelNode):
+            assert self.cluster is not None  # made for every workload with such steps
+            try:
+                refused = await self.cluster.perform(action)
+            except (OSError, ValueError) as exc:
+                raise StepFailed(str(exc)) from None
+            if refused:
+                raise StepFailed(*refused)
         elif isinstance(action, Event):
             self.manager.inject_event(PolicyEvent(action.kind, action.source, action.data))
         elif isinstance(action, Duration):

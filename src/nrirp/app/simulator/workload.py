@@ -340,6 +340,47 @@ class Reconfigure:
 
 
 @attrs.frozen(kw_only=True)
+class ApplyConfig:
+    """``applyConfig``: create or update a ``config.nri/v1alpha1`` custom resource in the
+    simulated cluster, inline or from a file (as ``kubectl apply``); the node agent switches
+    the policy's configuration when it is the one for the node (``node.<node>``, else
+    ``group.<group>``, else ``default``), and writes its status back."""
+
+    config: Any = None
+    """The whole resource (a mapping, or YAML text)."""
+    file: str = ""
+    """Path of a file holding the resource, relative to the workload file."""
+
+    def config_problems(self) -> Iterator[Issue]:
+        if (self.config is None) == (not self.file):
+            yield (), "give exactly one of 'config' or 'file'"
+        elif self.config is not None and not isinstance(self.config, Mapping | str):
+            yield ("config",), f"invalid value {quote(self.config)}: expected a mapping"
+
+
+@attrs.frozen(kw_only=True)
+class DeleteConfig:
+    """``deleteConfig``: delete a configuration resource (``kind`` defaults to the policy's)."""
+
+    name: str
+    kind: str = ""
+    namespace: str = "kube-system"
+
+
+@attrs.frozen(kw_only=True)
+class LabelNode:
+    """``labelNode``: set a label of the simulated node (``value: null`` removes it), e.g.
+    ``config.nri/group`` to move it to ``group.<value>``."""
+
+    key: str
+    value: str | None = None
+
+    def config_problems(self) -> Iterator[Issue]:
+        if not self.key:
+            yield ("key",), "must not be empty"
+
+
+@attrs.frozen(kw_only=True)
 class Event:
     """``event``: a policy event injected into the pipeline (as a policy's own timer would)."""
 
@@ -359,6 +400,9 @@ Action = (
     | RestartContainer
     | ExitContainer
     | Reconfigure
+    | ApplyConfig
+    | DeleteConfig
+    | LabelNode
     | Event
     | Duration
 )
@@ -370,6 +414,9 @@ _ACTION_KEYS = (
     "restartContainer",
     "exitContainer",
     "reconfigure",
+    "applyConfig",
+    "deleteConfig",
+    "labelNode",
     "event",
     "sleep",
 )
@@ -385,6 +432,9 @@ class StepDoc:
     restart_container: RestartContainer | None = None
     exit_container: ExitContainer | None = None
     reconfigure: Reconfigure | None = None
+    apply_config: ApplyConfig | None = None
+    delete_config: DeleteConfig | None = None
+    label_node: LabelNode | None = None
     event: Event | None = None
     sleep: Duration | None = None
     note: str = ""
@@ -424,6 +474,9 @@ _ACTION_ATTRS = (
     "restart_container",
     "exit_container",
     "reconfigure",
+    "apply_config",
+    "delete_config",
+    "label_node",
     "event",
     "sleep",
 )
