@@ -1,0 +1,208 @@
+"""The engine API through a real unix socket: grpcio's server, the Python client, and the
+hand-written h2c client of the NRI v0.1 exec plugin."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nrirp.adapters.engine_api import h2call, protowire
+from nrirp.adapters.engine_api.client import EngineCallError, EngineClient
+from nrirp.adapters.engine_api.gen import engine_pb2 as pb
+from nrirp.adapters.engine_api.server import EngineApiServer, SocketInUseError
+from nrirp.adapters.engine_api.service import EngineService
+from nrirp.adapters.engine_api.translate import (
+    container_from_pb,
+    container_to_pb,
+    pod_from_pb,
+    pod_to_pb,
+    resources_from_pb,
+    resources_to_pb,
+)
+from nrirp.adapters.engine_api.updates import RoutedRuntimeUpdates
+from nrirp.adapters.memory import RecordingDecisionLog
+from nrirp.app.embed import Engine, KubernetesPod
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.model import Container, ContainerState, LinuxResources, Pod
+
+BOX16 = {"reservedResources": {"cpu": "cpuset:0"}}
+
+
+def manifest(name: str, cpu: str | None) -> dict[str, object]:
+    resources = {} if cpu is None else {"requests": {"cpu": cpu, "memory": "64Mi"}}
+    if cpu is not None:
+        resources["limits"] = {"cpu": cpu, "memory": "64Mi"}
+    return {
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": {"containers": [{"name": "c", "resources": resources}]},
+    }
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[EngineClient, Engine, str]]:
+    updates = RoutedRuntimeUpdates()
+    engine = Engine.build(
+        "topology-aware",
+        machine="box-16",
+        config=BOX16,
+        runtime_updates=updates,
+        decision_log=RecordingDecisionLog(),
+    )
+    engine.start()
+    path = str(tmp_path / "run" / "engine.sock")
+    server = EngineApiServer(path, EngineService(engine.manager, updates))
+    server.start()
+    client = EngineClient(path, timeout=10)
+    client.wait_ready(10)
+    try:
+        yield client, engine, path
+    finally:
+        client.close()
+        server.stop()
+
+
+def pod_and_container(engine: Engine, name: str, cpu: str | None) -> tuple[Pod, Container]:
+    kube = KubernetesPod.from_manifest(manifest(name, cpu))
+    pod = kube.sandbox(f"sb-{name}")
+    ctr = kube.container(
+        "c", f"ctr-{name}", sandbox_id=pod.id, memory_capacity=engine.memory_capacity
+    )
+    return pod, ctr
+
+
+def test_a_lifecycle_through_the_socket(served: tuple[EngineClient, Engine, str]) -> None:
+    client, engine, path = served
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    be_pod, be = pod_and_container(engine, "be", None)
+    assert client.run_pod_sandbox(be_pod) == []
+    result = client.create_container(be_pod, be)
+    shared = result.adjustment.resources.cpus
+    assert shared is not None and result.updates == ()
+    client.post_create_container(be_pod, be.with_state(ContainerState.CREATED))
+    client.start_container(be_pod, be.with_state(ContainerState.CREATED))
+    client.post_start_container(be_pod, be.with_state(ContainerState.RUNNING))
+    g_pod, g = pod_and_container(engine, "g", "2")
+    client.run_pod_sandbox(g_pod)
+    result = client.create_container(g_pod, g)
+    exclusive = result.adjustment.resources.cpus
+    assert exclusive is not None and len(exclusive) == 2
+    # the BestEffort container's shared pool shrinks: an update in the reply
+    (update,) = result.updates
+    assert update.container_id == be.id and update.resources.cpus == shared - exclusive
+    policy, description, pods, containers = client.describe()
+    assert policy == "topology-aware" and description is not None
+    assert {p.id for p in pods} == {be_pod.id, g_pod.id}
+    assert {c.id: c.cpus for c in containers} == {be.id: shared - exclusive, g.id: exclusive}
+    # removing the exclusive pod: the updates the engine makes on this call are in the reply
+    updates = client.stop_container(g_pod, g) + client.remove_pod_sandbox(g_pod)
+    assert engine.container_by_id(g.id) is None
+    grown = engine.container_by_id(be.id)
+    assert grown is not None and grown.cpus == shared
+    assert all(u.container_id == be.id for u in updates)
+
+
+def test_refusals_and_bad_messages_are_statuses(
+    served: tuple[EngineClient, Engine, str],
+) -> None:
+    import grpc
+
+    client, engine, _ = served
+    pod, huge = pod_and_container(engine, "huge", "32")
+    client.run_pod_sandbox(pod)
+    with pytest.raises(EngineCallError) as caught:
+        client.create_container(pod, huge)
+    assert caught.value.code is grpc.StatusCode.FAILED_PRECONDITION
+    assert "huge" in caught.value.reason
+    assert engine.container_by_id(huge.id) is None
+    with pytest.raises(EngineCallError) as bad:
+        client._call("RunPodSandbox", pb.PodRequest(), pb.Updates)
+    assert bad.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert bad.value.reason == "pod.id: missing"
+
+
+def test_reconfigure_queues_its_updates_for_take_updates(
+    served: tuple[EngineClient, Engine, str],
+) -> None:
+    client, engine, _ = served
+    pod, be = pod_and_container(engine, "be", None)
+    client.run_pod_sandbox(pod)
+    shared = client.create_container(pod, be).adjustment.resources.cpus
+    assert shared is not None
+    first = min(shared)  # reserving it takes it from be's pool
+    outcome = client.reconfigure(f"reservedResources: {{cpu: 'cpuset:0,{first}'}}")
+    assert outcome.applied and outcome.updates >= 1
+    taken = client.take_updates(wait=5)
+    assert [u.container_id for u in taken] == [be.id]
+    assert taken[0].resources.cpus is not None and first not in taken[0].resources.cpus
+    assert client.take_updates(wait=0) == []
+    typo = client.reconfigure("reservedResources: {cpus: 'cpuset:0'}")
+    assert not typo.applied and "unknown field" in typo.reason
+
+
+def test_the_hand_written_client_speaks_to_grpcio(
+    served: tuple[EngineClient, Engine, str],
+) -> None:
+    _, engine, path = served
+    pod, _ = pod_and_container(engine, "be", None)
+    request = pb.PodRequest(pod=pod_to_pb(pod)).SerializeToString()
+    reply = h2call.unary_call(path, "/nrirp.engine.v1.Engine/RunPodSandbox", request, 5)
+    assert pb.Updates.FromString(reply) == pb.Updates()
+    describe = h2call.unary_call(path, "/nrirp.engine.v1.Engine/Describe", b"", 5)
+    fields = protowire.fields(describe)
+    assert (1, b"topology-aware") in fields
+    with pytest.raises(h2call.CallFailed) as failed:
+        h2call.unary_call(path, "/nrirp.engine.v1.Engine/RunPodSandbox", b"", 5)
+    assert failed.value.status == 3 and failed.value.message == "pod.id: missing"
+    with pytest.raises(h2call.CallFailed) as unknown:
+        h2call.unary_call(path, "/nrirp.engine.v1.NriV01/Invoke", b"", 5)
+    assert unknown.value.status == 12  # UNIMPLEMENTED: this server has no v0.1 handler
+
+
+def test_no_server_is_unreachable_and_a_live_one_is_not_replaced(
+    served: tuple[EngineClient, Engine, str], tmp_path: Path
+) -> None:
+    _, engine, path = served
+    with pytest.raises(h2call.Unreachable):
+        h2call.unary_call(str(tmp_path / "none.sock"), "/x/y", b"", 1)
+    dead = tmp_path / "dead.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(dead))
+    listener.close()  # a socket file nobody listens on
+    with pytest.raises(h2call.Unreachable):
+        h2call.unary_call(str(dead), "/x/y", b"", 1)
+    second = EngineApiServer(str(dead), EngineService(engine.manager, RoutedRuntimeUpdates()))
+    second.start()  # a dead server's socket is replaced
+    second.stop()
+    with pytest.raises(SocketInUseError, match="another server answers on"):
+        EngineApiServer(path, EngineService(engine.manager, RoutedRuntimeUpdates())).start()
+
+
+def test_messages_round_trip() -> None:
+    resources = LinuxResources(
+        cpu_shares=0,
+        cpu_quota=-1,
+        cpus=CPUSet.parse("0-3"),
+        memory_limit=1 << 30,
+        hugepage_limits={"2MB": 2 << 20},
+        unified={"memory.high": "max"},
+        rdt_class="gold",
+    )
+    assert resources_from_pb(resources_to_pb(resources)) == resources
+    assert resources_from_pb(pb.Resources()) == LinuxResources()  # unset stays unset
+    pod = Pod(id="p", name="n", uid="u", namespace="ns", cgroup_parent="/kubepods/podu")
+    assert pod_from_pb(pod_to_pb(pod)) == pod
+    ctr = Container(
+        id="c",
+        pod_id="p",
+        name="app",
+        state=ContainerState.RUNNING,
+        resources=resources,
+        oom_score_adj=-997,
+        pid=7,
+    )
+    assert container_from_pb(container_to_pb(ctr)) == ctr
