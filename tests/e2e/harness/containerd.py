@@ -163,7 +163,7 @@ class Containerd:
             log.write(f"=== nrirp e2e harness: containerd start #{self.starts} ===\n".encode())
             log.flush()
             self._proc = subprocess.Popen(
-                [str(self.binaries.containerd), "--config", str(self.layout.config)],
+                self._command(),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -176,6 +176,10 @@ class Containerd:
             import_image(self.binaries.ctr, self.layout.address, self.image, K8S_NAMESPACE)
             self._wait_image(timeout)
             self._image_imported = True
+
+    def _command(self) -> list[str]:
+        """containerd's command line (a subclass may wrap it, e.g. in a mount namespace)."""
+        return [str(self.binaries.containerd), "--config", str(self.layout.config)]
 
     def _fail(self, message: str) -> ContainerdError:
         return ContainerdError(f"{message}\n--- {self.log_path} (tail) ---\n{self.log_tail()}")
