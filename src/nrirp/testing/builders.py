@@ -57,15 +57,20 @@ def guaranteed(
     memory: QuantityValue,
     *,
     annotations: Mapping[str, str] | None = None,
+    cpuset_cpus: str = "",
+    cpuset_mems: str = "",
     devices: Iterable[DeviceSpec] = (),
     mounts: Iterable[MountSpec] = (),
 ) -> ContainerSpec:
     """A container whose CPU and memory limits equal its requests (a pod of only such
-    containers is Guaranteed)."""
+    containers is Guaranteed); ``cpuset_cpus``/``cpuset_mems``: what kubelet's static CPU
+    and memory managers would give it."""
     return container(
         name,
         limits={"cpu": cpu, "memory": memory},
         annotations=annotations,
+        cpuset_cpus=cpuset_cpus,
+        cpuset_mems=cpuset_mems,
         devices=devices,
         mounts=mounts,
     )

@@ -58,6 +58,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument(
+        "--svg",
+        metavar="DIR",
+        help="also draw the machine after every step, one SVG file per step in DIR "
+        "(step-001.svg, ...; docs/pictures.md)",
+    )
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write one self-contained HTML page with the pictures of all steps",
+    )
+    parser.add_argument(
         "--policy-module",
         metavar="MODULE|FILE.py",
         action="append",
@@ -155,4 +166,23 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(replay_document(result), indent=2))
     else:
         print(replay_table(result))
+    if args.svg or args.html:
+        try:
+            _draw(args, result, container.core.machine())
+        except OSError as exc:
+            return _fail(EXIT_INPUT, f"cannot write the pictures: {exc}")
     return EXIT_STEPS if result.unexpected else EXIT_OK
+
+
+def _draw(args: argparse.Namespace, result: Any, machine: Any) -> None:
+    """The pictures of every step: SVG files in ``--svg``, one page in ``--html``."""
+    from nrirp.app.pictures import render_html, write_svg_files
+    from nrirp.app.pictures.replay import replay_frames
+
+    frames = replay_frames(result, machine)
+    if args.svg:
+        write_svg_files(frames, args.svg)
+    if args.html:
+        page = render_html(frames, f"{result.policy} on {result.hardware}: {result.workload}")
+        with open(args.html, "w", encoding="utf-8") as out:
+            out.write(page)

@@ -40,7 +40,7 @@ def placement_document(placement: Placement, source: str = "") -> dict[str, Any]
         "format": FORMAT,
         "policy": placement.policy,
         "reserved": str(placement.reserved),
-        "machine": machine_document(placement.machine, source),
+        "machine": _machine_document(placement.machine, source),
         "groups": [
             {
                 "name": g.name,
@@ -71,6 +71,21 @@ def placement_document(placement: Placement, source: str = "") -> dict[str, Any]
             for c in placement.containers
         ],
     }
+
+
+_last_machine: tuple[Machine, str, dict[str, Any]] | None = None
+
+
+def _machine_document(machine: Machine, source: str) -> dict[str, Any]:
+    """The machine's document, made once for the machine last asked about (a daemon asks
+    about one machine all its life; a big one takes tens of milliseconds to describe)."""
+    global _last_machine
+    last = _last_machine
+    if last is not None and last[0] is machine and last[1] == source:
+        return last[2]
+    document = machine_document(machine, source)
+    _last_machine = (machine, source, document)
+    return document
 
 
 class _Reader:
