@@ -47,6 +47,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="ask http://HOST:PORT/status (the daemon's instrumentation.httpEndpoint) instead",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--svg",
+        metavar="FILE",
+        help="also draw the machine with every container's CPUs and memory into FILE "
+        "(docs/pictures.md)",
+    )
     return parser
 
 
@@ -65,7 +71,30 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render(report))
+    if args.svg:
+        try:
+            _draw(report, args.svg)
+        except (OSError, ValueError) as exc:
+            print(f"nrirp status: no picture: {exc}", file=sys.stderr)
+            return EXIT_UNREACHABLE
     return EXIT_OK if report.get("ready") else EXIT_NOT_READY
+
+
+def _draw(report: dict[str, Any], path: str) -> None:
+    """The report's placement (the daemon's machine, groups and containers) as SVG."""
+    from nrirp.app.pictures import render_svg
+    from nrirp.app.placement.document import placement_from_document
+
+    if not report.get("placement"):
+        raise ValueError("the daemon reported no placement (not started yet, or older)")
+    config = report.get("config") or {}
+    svg = render_svg(
+        placement_from_document(report["placement"]),
+        title=f"policy {report.get('policy', '?')} (nrirp status)",
+        subtitle=f"config {config.get('source', '?')}, generation {config.get('generation', '?')}",
+    )
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(svg)
 
 
 def _fetch_socket(state_dir: str) -> bytes:

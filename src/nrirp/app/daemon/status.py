@@ -18,6 +18,7 @@ import attrs
 from nrirp import __version__
 from nrirp.adapters.memory import LastDecisions
 from nrirp.app.daemon.health import Health
+from nrirp.app.placement import placement_document, placement_of
 from nrirp.domain.pipeline import ResourceManager
 
 STATUS_VERSION = 1
@@ -110,6 +111,8 @@ def status_report(
         "groups": groups,
         "containers": rows,
         "policy_state": described,
+        # the machine, the groups and every container's placement, for nrirp status --svg
+        "placement": placement_document(placement_of(manager)) if manager.started else None,
     }
 
 
