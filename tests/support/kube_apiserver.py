@@ -598,6 +598,9 @@ def _handler_for(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
 
         def setup(self) -> None:
             super().setup()
+            # headers and body go out in separate writes: without this, the client's delayed
+            # ACK holds every response ~40 ms, as no real API server does
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             api.connections.add(self.connection)
 
         def finish(self) -> None:
