@@ -170,8 +170,18 @@ def test_rbac_grants_what_the_agent_uses_and_no_more(
     expected |= {("", "nodes", v) for v in ("get", "list", "watch")}
     expected |= {
         ("topology.node.k8s.io", "noderesourcetopologies", v)
-        for v in ("get", "create", "update", "patch")
+        for v in ("get", "list", "create", "update", "patch")
     }
     assert grants == expected
+    # the agent's own statement of its needs (docs/kubernetes.md): the same grants
+    agent = yaml.safe_load_all((DEPLOY / "rbac-agent.yaml").read_text())
+    [agent_role] = [d for d in agent if d and d["kind"] == "ClusterRole"]
+    assert grants == {
+        (group, resource, verb)
+        for rule in agent_role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
     assert role["metadata"]["namespace"] == "kube-system"
     assert all("*" not in str(rule) for rule in (*role["rules"], *cluster["rules"]))
