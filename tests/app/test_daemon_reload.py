@@ -144,3 +144,27 @@ def test_off_loop_hands_back_results_and_exceptions() -> None:
             await off_loop(lambda: {}["x"], "t")
 
     arun(main)
+
+
+def test_the_config_is_prepared_on_the_reload_thread_before_it_is_applied(tmp_path: Path) -> None:
+    manager, load = FakeManager(), GatedLoad()
+    load.gate.set()
+    prepared: list[tuple[Any, int]] = []
+
+    async def main() -> None:
+        path = tmp_path / "config.yaml"
+        path.write_text("{}\n")
+        subject = ConfigReloader(
+            manager,  # type: ignore[arg-type]
+            "template",
+            str(path),
+            None,  # type: ignore[arg-type]
+            load=load,
+            prepare=lambda config: prepared.append((config, threading.get_ident())),
+        )
+        subject.request("SIGHUP")
+        await until(lambda: subject.completed == 1)
+        assert prepared == [("config #1", load.calls[0][1])]  # the loading thread, not the loop
+        assert manager.applied == ["config #1"]
+
+    arun(main)

@@ -315,7 +315,7 @@ class Daemon:
 
     async def serve(self) -> int:
         from nrirp.adapters.nri.stub import RegistrationError
-        from nrirp.app.daemon.reload import ConfigReloader
+        from nrirp.app.daemon.reload import ConfigReloader, config_preparer
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -330,6 +330,10 @@ class Daemon:
                 self.args.config_file,
                 self.container.core.container.policy_registry(),
                 on_result=events.reload_ended,
+                prepare=config_preparer(
+                    self.container.core.container.policy_registry(),
+                    self.container.core.container.config_codec(),
+                ),
             )
             if self.args.config_poll_interval > 0:
                 poller = asyncio.create_task(self.reloader.watch(self.args.config_poll_interval))

@@ -1,7 +1,9 @@
 """Reloading the daemon's config file without stalling the event loop.
 
 A reload (SIGHUP, or the file watcher noticing a change) reads, parses and validates the file
-on a worker thread while the loop keeps serving NRI requests; only applying the new
+on a worker thread while the loop keeps serving NRI requests, and there also prepares what the
+configuration's policy derives from it (``prepare``: compiled namespace lists, digests, the
+document saved with the state, remembered per configuration); only applying the new
 configuration, a pipeline operation like any request, runs on the loop, serialized with them.
 Reloads asked for while one runs are coalesced into one more. Whatever goes wrong, the old
 configuration stays, the reason is logged, and the watcher keeps watching.
@@ -18,7 +20,8 @@ from typing import TypeVar
 
 from nrirp.adapters.system import ConfigFileError, ConfigFileWatcher, read_config_file
 from nrirp.domain.config import PolicyConfig, PolicySpecs
-from nrirp.domain.pipeline import ResourceManager
+from nrirp.domain.pipeline import ConfigCodec, ResourceManager
+from nrirp.domain.policy import PolicyRegistry
 from nrirp.domain.ports.documents import DocumentError
 
 log = logging.getLogger("nrirp.daemon")
@@ -74,6 +77,17 @@ def load_config_file(policy: str, path: str, specs: PolicySpecs) -> PolicyConfig
     return load_policy_config(policy, read_config_file(path), specs)
 
 
+def config_preparer(registry: PolicyRegistry, codec: ConfigCodec) -> Callable[[PolicyConfig], None]:
+    """What the reload thread prepares for a configuration: the policy's derived values
+    (``PolicyRegistry.prepare``) and the document the state file keeps (the codec's dump)."""
+
+    def prepare(config: PolicyConfig) -> None:
+        registry.prepare(config)
+        codec.dump(config)
+
+    return prepare
+
+
 ReloadResult = Callable[[str, str, "PolicyConfig | None", str], None]
 """``(trigger, result, config, detail)`` after each reload: ``applied`` (with the config now in
 force), ``invalid`` (did not read, parse or validate) or ``refused`` (by the policy)."""
@@ -92,6 +106,7 @@ class ConfigReloader:
         *,
         load: Callable[[str, str, PolicySpecs], PolicyConfig] = load_config_file,
         on_result: ReloadResult | None = None,
+        prepare: Callable[[PolicyConfig], object] | None = None,
     ) -> None:
         self.manager = manager
         self.policy = policy
@@ -100,6 +115,7 @@ class ConfigReloader:
         self.watcher = ConfigFileWatcher(path)
         self._load = load
         self._on_result = on_result
+        self._prepare = prepare
         self._pending: str | None = None
         self._task: asyncio.Task[None] | None = None
         self.completed = 0
@@ -144,13 +160,18 @@ class ConfigReloader:
         if self._on_result is not None:
             self._on_result(trigger, result, config, detail)
 
+    def _load_and_prepare(self, path: str) -> PolicyConfig:
+        """On the reload thread: load, then prepare what the reconfigure would derive."""
+        config = self._load(self.policy, path, self.specs)
+        if self._prepare is not None:
+            self._prepare(config)
+        return config
+
     async def _reload(self, trigger: str) -> None:
         path = self.path
         self.watcher.mark_seen()
         try:
-            config = await off_loop(
-                lambda: self._load(self.policy, path, self.specs), "nrirp-config-reload"
-            )
+            config = await off_loop(lambda: self._load_and_prepare(path), "nrirp-config-reload")
         except (ConfigFileError, DocumentError) as exc:  # the loader raises only ConfigError
             log_config_error(
                 f"reload ({trigger}): new configuration {path} not applied, the old one stays",

@@ -11,6 +11,7 @@ from nrirp.domain.config import (
     load_policy_config,
     unstructure_policy_config,
 )
+from nrirp.domain.config.derived import PerConfig
 
 
 class ConfigCodec(Protocol):
@@ -27,9 +28,12 @@ class DefaultConfigCodec:
 
     def __init__(self, specs: PolicySpecs | None = None) -> None:
         self._specs = specs
+        self._dump = PerConfig(unstructure_policy_config)
 
     def dump(self, config: PolicyConfig) -> Mapping[str, Any]:
-        return unstructure_policy_config(config)
+        """The document form of ``config``, made once per configuration (a dump made ahead,
+        off the pipeline, is the one the reconfigure saves). Callers must not modify it."""
+        return self._dump(config)
 
     def load(self, policy: str, document: Mapping[str, Any]) -> PolicyConfig:
         return load_policy_config(policy, document, self._specs)

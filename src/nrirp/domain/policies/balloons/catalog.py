@@ -26,6 +26,7 @@ from nrirp.domain.config.balloons import (
     BalloonsPolicySpec,
     BalloonType,
 )
+from nrirp.domain.config.derived import PerConfig
 from nrirp.domain.config.enums import ComponentCreation, CoreTypePreference, MemoryKind
 from nrirp.domain.config.policy_checks import cpu_class_names
 from nrirp.domain.cpuset import CPUSet
@@ -178,6 +179,7 @@ def build_catalog(
             )
     elif cpu is not None and cpu.amount is not None:
         reserved_amount = max(math.ceil(cpu.amount.milli_value() / 1000), 0)
+    lists = compiled_lists(spec, privileged)
     known_classes = cpu_class_names(spec.cpu_classes, control)
     default_class = DEFAULT_CLASS if DEFAULT_CLASS in known_classes else None
     scheduling: dict[str, SchedulingClass] = {}
@@ -202,10 +204,9 @@ def build_catalog(
         min_cpus, max_cpus = t.min_cpus, t.max_cpus
         min_balloons, max_balloons = t.min_balloons, t.max_balloons
         priority = t.allocator_priority
-        namespaces = t.namespaces
+        namespaces, namespace_matcher = lists.namespaces[t.name]
         if t.name == RESERVED:
             min_balloons = max_balloons = 1
-            namespaces = (*namespaces, KUBE_SYSTEM, *spec.reserved_pool_namespaces)
             if reserved:
                 if min_cpus == 0:
                     min_cpus = min(reserved.bit_count(), max(max_cpus, 0))
@@ -224,8 +225,8 @@ def build_catalog(
                 max_balloons=max_balloons,
                 priority=priority,
                 namespaces=namespaces,
-                namespace_matcher=GlobSet(namespaces),
-                expression_matchers=tuple(compile_match(e) for e in t.match_expressions),
+                namespace_matcher=namespace_matcher,
+                expression_matchers=lists.expressions[t.name],
                 pin_memory=spec.pin_memory if t.pin_memory is None else t.pin_memory,
                 memory_types=frozenset(_MEMORY[m] for m in t.memory_types),
                 spread=_inherit(
@@ -257,11 +258,45 @@ def build_catalog(
         isolated=isolated,
         idle_cpu_class=spec.idle_cpu_class or default_class,
         pin_cpu=spec.pin_cpu,
-        preserve=tuple(
-            compile_match(e) for e in (spec.preserve.match_expressions if spec.preserve else ())
-        ),
+        preserve=lists.preserve,
+        privileged=lists.privileged,
+    )
+
+
+@attrs.frozen(eq=False)
+class CompiledLists:
+    """The lists of one configuration compiled, per type name: its namespaces (the reserved
+    type's with kube-system and ``reservedPoolNamespaces``) and their matcher, its match
+    expressions; the ``preserve`` expressions; where privileged annotations are allowed."""
+
+    namespaces: Mapping[str, tuple[tuple[str, ...], GlobSet]]
+    expressions: Mapping[str, tuple[ContainerPredicate, ...]]
+    preserve: tuple[ContainerPredicate, ...]
+    privileged: NamespaceFilter
+
+
+def _compile_lists(
+    spec: BalloonsPolicySpec, privileged: PrivilegedAnnotationsConfig | None
+) -> CompiledLists:
+    namespaces: dict[str, tuple[tuple[str, ...], GlobSet]] = {}
+    expressions: dict[str, tuple[ContainerPredicate, ...]] = {}
+    for t in spec.effective_balloon_types():
+        names = t.namespaces
+        if t.name == RESERVED:
+            names = (*names, KUBE_SYSTEM, *spec.reserved_pool_namespaces)
+        namespaces[t.name] = (names, GlobSet(names))
+        expressions[t.name] = tuple(compile_match(e) for e in t.match_expressions)
+    preserve = spec.preserve.match_expressions if spec.preserve is not None else ()
+    return CompiledLists(
+        namespaces=namespaces,
+        expressions=expressions,
+        preserve=tuple(compile_match(e) for e in preserve),
         privileged=NamespaceFilter(None if privileged is None else privileged.allowed_namespaces),
     )
+
+
+compiled_lists = PerConfig(_compile_lists)
+"""The lists of a configuration, compiled once (and ahead, by ``prepare_config``)."""
 
 
 def _allowed(spec: BalloonsPolicySpec, machine: Machine) -> int:

@@ -18,10 +18,12 @@ from nrirp.domain.config import (
     ControlConfig,
     CPUResource,
     PolicyConfig,
+    PrivilegedAnnotationsConfig,
     Quantity,
     ResourceConstraints,
 )
 from nrirp.domain.config.balloons import PODRESOURCEAPI_PREFIX, BalloonsPolicySpec
+from nrirp.domain.config.derived import PerConfig
 from nrirp.domain.config.enums import TurboDomain
 from nrirp.domain.cpuallocator import CPUAllocator
 from nrirp.domain.cpuset import CPUSet
@@ -36,7 +38,13 @@ from nrirp.domain.model import (
     Pod,
 )
 from nrirp.domain.policies.balloons.balloon import Balloon, Member
-from nrirp.domain.policies.balloons.catalog import BalloonKind, Catalog, CatalogError, build_catalog
+from nrirp.domain.policies.balloons.catalog import (
+    BalloonKind,
+    Catalog,
+    CatalogError,
+    build_catalog,
+    compiled_lists,
+)
 from nrirp.domain.policies.balloons.devices import Devices, PodResources
 from nrirp.domain.policies.balloons.engine import Engine, NoBalloon, Plan
 from nrirp.domain.policies.balloons.export import describe, metrics, topology_zones
@@ -142,6 +150,14 @@ class BalloonsPolicy:
         return self.state.engine
 
     # ================================================================== lifecycle
+    @staticmethod
+    def prepare_config(config: PolicyConfig) -> None:
+        """Compile the lists and digests of ``config`` ahead of a reconfigure (any thread)."""
+        spec = config.spec
+        if isinstance(spec, BalloonsPolicySpec):
+            compiled_lists(spec, config.privileged_annotations)
+            _digests(spec, config.control, config.privileged_annotations)
+
     def start(self, ctx: PolicyContext, config: PolicyConfig | None) -> None:
         self._ctx = ctx
         allocator = CPUAllocator(ctx.machine)
@@ -239,9 +255,8 @@ class BalloonsPolicy:
         )
         engine = Engine(catalog, resizer, devices)
         pinning = Pinning(machine, MemoryPlacer(machine), pin_cpu=catalog.pin_cpu)
-        privileged_text = _privileged_text(config)  # empty when unrestricted: digests as before
-        fingerprint = digest(repr(spec) + repr(control) + privileged_text)
-        placement = _placement_digest(spec, privileged_text)
+        privileged = config.privileged_annotations if config is not None else None
+        fingerprint, placement = _digests(spec, control, privileged)
         return State(config, spec, catalog, engine, pinning, fingerprint, placement)
 
     def _precreate(self, state: State) -> None:
@@ -694,12 +709,20 @@ class BalloonsPolicy:
         return self._export[1]
 
 
-def _privileged_text(config: PolicyConfig | None) -> str:
-    """Where the privileged annotations are allowed, as part of the digests (a change
-    decides every container again); empty when they are allowed everywhere."""
-    if config is None or not config.privileged_annotations.restricted:
-        return ""
-    return repr(config.privileged_annotations)
+def _config_digests(
+    spec: BalloonsPolicySpec,
+    control: ControlConfig,
+    privileged: PrivilegedAnnotationsConfig | None,
+) -> tuple[str, str]:
+    """The fingerprint of the whole configuration and the digest of what places balloons.
+    Where the privileged annotations are allowed is part of both (a change decides every
+    container again); allowed everywhere, it adds nothing (digests as before it existed)."""
+    privileged_text = repr(privileged) if privileged is not None and privileged.restricted else ""
+    fingerprint = digest(repr(spec) + repr(control) + privileged_text)
+    return fingerprint, _placement_digest(spec, privileged_text)
+
+
+_digests = PerConfig(_config_digests)
 
 
 def _placement_digest(spec: BalloonsPolicySpec, privileged_text: str = "") -> str:

@@ -4,7 +4,9 @@ Every CreateContainer asks whether the pod's namespace is a reserved one, which 
 class a name means, whether a CPU class exists, whether a privileged annotation is allowed in
 the namespace. Answered from the spec's lists each time, a decision costs as much as the lists
 are long (50,000 ``reservedPoolNamespaces``: seconds per container); the index answers with a
-few lookups. The policy builds it at start and at every reconfiguration, nowhere else.
+few lookups. The policy builds it at start and at every reconfiguration, nowhere else
+(:data:`config_index` remembers it per configuration, so that one built ahead, off the
+pipeline, is the one the reconfigure uses).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 import attrs
 
 from nrirp.domain.config import ControlConfig, PrivilegedAnnotationsConfig, SchedulingClass
+from nrirp.domain.config.derived import PerConfig
 from nrirp.domain.config.policy_checks import cpu_class_names
 from nrirp.domain.config.topology_aware import TopologyAwarePolicySpec
 from nrirp.domain.matching import GlobSet, NamespaceFilter
@@ -51,3 +54,7 @@ class ConfigIndex:
             rdt_classes=frozenset(control.rdt.class_names()),
             blockio_classes=frozenset(control.blockio.classes),
         )
+
+
+config_index = PerConfig(ConfigIndex.of)
+"""``ConfigIndex.of`` remembered for the last configurations (by identity)."""

@@ -29,7 +29,7 @@ from nrirp.domain.policies.topology_aware.classes import (
     choose_classes,
     default_cpu_class,
 )
-from nrirp.domain.policies.topology_aware.config_index import ConfigIndex
+from nrirp.domain.policies.topology_aware.config_index import ConfigIndex, config_index
 from nrirp.domain.policies.topology_aware.export import describe, metrics, topology_zones
 from nrirp.domain.policies.topology_aware.grants import (
     TAG_CPU_CLASS,
@@ -118,6 +118,12 @@ class TopologyAwarePolicy:
         return self._ctx
 
     # ================================================================== lifecycle
+    @staticmethod
+    def prepare_config(config: PolicyConfig) -> None:
+        """Compile the lookups of ``config`` ahead of a reconfigure (any thread)."""
+        if isinstance(config.spec, TopologyAwarePolicySpec):
+            config_index(config.spec, config.control, config.privileged_annotations)
+
     def start(self, ctx: PolicyContext, config: PolicyConfig | None) -> None:
         spec, control, index = self._config_parts(config)
         self._ctx = ctx
@@ -162,10 +168,10 @@ class TopologyAwarePolicy:
         """The spec, the control block and their lookups compiled (once per config)."""
         if config is None:
             spec, control = default_spec(), ControlConfig()
-            return spec, control, ConfigIndex.of(spec, control)
+            return spec, control, config_index(spec, control, None)
         if config.policy != self.name or not isinstance(config.spec, TopologyAwarePolicySpec):
             raise PolicyError(f"topology-aware policy cannot use a {config.policy!r} configuration")
-        index = ConfigIndex.of(config.spec, config.control, config.privileged_annotations)
+        index = config_index(config.spec, config.control, config.privileged_annotations)
         return config.spec, config.control, index
 
     def _readmit(
