@@ -241,19 +241,27 @@ class _Fieldwise:
         return part
 
 
-_RESOURCES = _Fieldwise(LinuxResources)
-_BY_TYPE: dict[type, _Fieldwise] = {
-    Container: _Fieldwise(
-        Container,
-        {"resources": _RESOURCES, "pending": _Fieldwise(PendingChanges, {"resources": _RESOURCES})},
-    ),
-}
+_BY_TYPE: dict[type, _Fieldwise] = {}
+_BY_TYPE_LOCK = threading.Lock()
+
+
+def _fieldwise_hooks() -> dict[type, _Fieldwise]:
+    """The per-field hooks, generated on first use (a few dozen cattrs functions: generating
+    them at import would slow the daemon's start for what only the first save needs)."""
+    if not _BY_TYPE:
+        with _BY_TYPE_LOCK:
+            if not _BY_TYPE:
+                resources = _Fieldwise(LinuxResources)
+                pending = _Fieldwise(PendingChanges, {"resources": resources})
+                container = _Fieldwise(Container, {"resources": resources, "pending": pending})
+                _BY_TYPE[Container] = container
+    return _BY_TYPE
 
 
 def _unstructure(value: Any, old: Any, old_part: Mapping[str, Any] | None) -> Any:
     """``value`` unstructured, from ``old``'s form when ``old`` is its previous version."""
     kind = type(value)
-    fieldwise = _BY_TYPE.get(kind)
+    fieldwise = _fieldwise_hooks().get(kind)
     if fieldwise is not None and old_part is not None and type(old) is kind and old.id == value.id:
         return fieldwise.unstructure(value, old, old_part)
     return _CONVERTER.unstructure(value, kind)
