@@ -12,7 +12,9 @@ Examples:
   .venv/bin/python bench/bench_startup.py --runs 20 --policy balloons
   .venv/bin/python bench/bench_startup.py --config-file examples/configs/topology-aware.yaml
 
-Output: one line per run (registered, synchronized, in ms), then p50 and max.
+Output: one line per run (registered, synchronized, in ms, and the CPU time the daemon had
+used by then: on a busy machine the wall-clock figures grow with the load, the CPU time
+hardly does), then p50 and max, and the load average.
 """
 
 from __future__ import annotations
@@ -49,8 +51,16 @@ def daemon_argv(args: argparse.Namespace, tmp: Path, state: Path) -> list[str]:
     return argv
 
 
-async def one_run(runtime: SimRuntime, argv: list[str], log: Path) -> tuple[float, float]:
-    """(registered, synchronized) seconds after the process was started."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far (from /proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def one_run(runtime: SimRuntime, argv: list[str], log: Path) -> tuple[float, float, float]:
+    """(registered, synchronized) seconds after the process was started, and the CPU time
+    it had used once synchronized (a figure the machine's load hardly changes)."""
     loop = asyncio.get_running_loop()
     seen = len(runtime.journal.events)
     with open(log, "ab") as out:
@@ -68,10 +78,11 @@ async def one_run(runtime: SimRuntime, argv: list[str], log: Path) -> tuple[floa
         fresh = runtime.journal.events[seen:]
         registered = next(e.at for e in fresh if e.kind is PluginEventKind.REGISTERED)
         synced = next(e.at for e in fresh if e.kind is PluginEventKind.SYNCHRONIZED)
+        cpu = cpu_seconds(proc.pid)
     finally:
         proc.send_signal(signal.SIGTERM)
         await asyncio.to_thread(proc.wait, 30)
-    return registered - start, synced - start
+    return registered - start, synced - start, cpu
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -80,19 +91,25 @@ async def main(args: argparse.Namespace) -> int:
         write_sysfs(resolve(load_machine(args.machine), args.machine), tmp / "sys")
         runtime = await SimRuntime(socket_path=tmp / "nri.sock").start()
         registered: list[float] = []
+        cpu: list[float] = []
         try:
             for run in range(args.runs):
                 state = tmp / f"state-{run}"
-                reg, synced = await one_run(runtime, daemon_argv(args, tmp, state), tmp / "log")
+                argv = daemon_argv(args, tmp, state)
+                reg, synced, used = await one_run(runtime, argv, tmp / "log")
                 registered.append(reg)
-                print(f"run {run + 1:3d}: registered {reg * 1e3:7.1f} ms, "
-                      f"synchronized {synced * 1e3:7.1f} ms")  # fmt: skip
+                cpu.append(used)
+                print(
+                    f"run {run + 1:3d}: registered {reg * 1e3:7.1f} ms, synchronized "
+                    f"{synced * 1e3:7.1f} ms, CPU used {used * 1e3:5.0f} ms"
+                )
         finally:
             await runtime.close()
         print(
             f"process start -> registered ({args.policy}, {args.machine}, {args.runs} runs): "
             f"p50 {statistics.median(registered) * 1e3:.1f} ms, "
-            f"max {max(registered) * 1e3:.1f} ms"
+            f"max {max(registered) * 1e3:.1f} ms; CPU time used p50 "
+            f"{statistics.median(cpu) * 1e3:.0f} ms (load average {os.getloadavg()[0]:.1f})"
         )
     finally:
         if args.keep:
