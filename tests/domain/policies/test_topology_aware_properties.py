@@ -660,6 +660,31 @@ def memory_types(ctr: CtrSpec) -> frozenset[MemoryType] | None:
     return frozenset(types)
 
 
+def offered(m: Machine, unit: Unit, types: frozenset[MemoryType], hinted: CPUSet | None) -> CPUSet:
+    """The memory a pool over ``unit`` gives, within the strict hints' nodes when it has
+    some there."""
+    nodes = memory_of(m, unit, types)
+    if hinted is not None and nodes & hinted:
+        return nodes & hinted
+    return nodes
+
+
+def strict_nodes(ctr: CtrSpec) -> CPUSet | None:
+    """With strict.topologyhints, the nodes its /dev/node<N> devices limit its memory to (the
+    reference's verifyStrictTopologyHints: the memory lies inside every hint)."""
+    if ctr.annotation("strict.topologyhints") != "true":
+        return None
+    if ctr.annotation("topologyhints") == "false":
+        return None
+    nodes = [int(d.removeprefix("/dev/node")) for d in ctr.devices if d.startswith("/dev/node")]
+    if not nodes:
+        return None
+    out = CPUSet.of(nodes[0])
+    for n in nodes[1:]:
+        out = out & CPUSet.of(n)
+    return out
+
+
 def is_reserved(spec: PodSpec, ctr: CtrSpec, config: Mapping[str, Any]) -> bool:
     if ctr.annotation("prefer-reserved-cpus") == "true":
         return True
@@ -793,13 +818,15 @@ def check_invariants(world: World, rig: Rig) -> None:
         if c.cpus is None or (kind != "reserved" and c.cpus <= reserved):
             continue  # no CPUs to compare with, or the reserved fallback of an empty pool
         holders = [u for u in units(world.machine_name) if c.cpus <= u.cpus]
+        hinted = strict_nodes(ctr) if kind != "reserved" else None
+        offers = {u.name: offered(m, u, allowed, hinted) for u in holders}
         if pressure:  # zones may have been widened beyond the pool's memory
-            matches = [u.name for u in holders if memory_of(m, u, allowed) <= c.mems]
+            matches = [name for name, nodes in offers.items() if nodes <= c.mems]
         else:
-            matches = [u.name for u in holders if memory_of(m, u, allowed) == c.mems]
+            matches = [name for name, nodes in offers.items() if nodes == c.mems]
         assert matches, (
             f"mems are not the memory of any pool holding the CPUs: {where}; candidates "
-            + ", ".join(f"{u.name}={memory_of(m, u, allowed)}" for u in holders)
+            + ", ".join(f"{name}={nodes}" for name, nodes in offers.items())
         )
         if types is None or MemoryType.DRAM in types:
             local = CPUSet.from_ids(m.node_of(cpu) for cpu in c.cpus)

@@ -12,7 +12,7 @@ from nrirp.domain.policies.topology_aware import COLD_START_DONE
 from nrirp.domain.policy import PolicyEvent
 from nrirp.domain.topology.hints import TopologyHint
 
-from .support import GiB, anno, config, make_rig
+from .support import GiB, anno, catalogue, config, make_rig
 
 
 def test_hide_hyperthreads_holds_the_cpus_asked_and_shows_one_thread_of_each_core() -> None:
@@ -314,7 +314,7 @@ def test_strict_hints_refuse_pools_that_miss_the_hint() -> None:
         config(availableResources={"cpu": "cpuset:0-7"}),
         hints=hints,  # type: ignore[arg-type]
     )
-    with pytest.raises(OperationFailedError, match="no pool satisfies every topology hint"):
+    with pytest.raises(OperationFailedError, match="inside every topology hint"):
         rig.run(
             "s",
             "Guaranteed",
@@ -324,6 +324,47 @@ def test_strict_hints_refuse_pools_that_miss_the_hint() -> None:
         )
     _, loose, _ = rig.run("l", "Guaranteed", cpu=1000, devices=(device,))
     assert rig.cpus(loose).issubset(CPUSet.parse("0-7"))
+
+
+def test_strict_hints_grant_cpus_inside_the_hint_not_just_in_a_pool_holding_it() -> None:
+    """The reference's verifyStrictTopologyHints: the granted CPUs lie inside the hint. A
+    device local to CPUs 9 and 11: 2 exclusive CPUs are those two (without strict, the
+    allocator's pick in NUMA node #2 is a whole core, 8-9); a shared container, whose CPUs
+    would be a pool's shared set, fits in no pool inside the hint and is refused."""
+    strict = anno("strict.topologyhints", "true")
+    hints, device = _hint_rig("9,11")
+    rig = make_rig("box-16", hints=hints)  # type: ignore[arg-type]
+    _, loose, _ = rig.run("l", "Guaranteed", cpu=2000, devices=(device,))
+    assert rig.cpus(loose) == CPUSet.parse("8-9")  # in the pool holding the hint
+    fresh = make_rig("box-16", hints=hints)  # type: ignore[arg-type]
+    _, ctr, _ = fresh.run("s", "Guaranteed", cpu=2000, devices=(device,), annotations=strict)
+    assert fresh.cpus(ctr) == CPUSet.parse("9,11")
+    with pytest.raises(OperationFailedError, match="inside every topology hint"):
+        fresh.run("t", cpu=200, limit=400, memory=GiB, devices=(device,), annotations=strict)
+    # a hint of a whole socket: a shared container goes to a pool inside it
+    hints, device = _hint_rig("8-15")
+    rig = make_rig("box-16", hints=hints)  # type: ignore[arg-type]
+    _, shared, _ = rig.run(
+        "u", cpu=200, limit=400, memory=GiB, devices=(device,), annotations=strict
+    )
+    assert rig.cpus(shared).issubset(CPUSet.parse("8-15"))
+
+
+def test_strict_hints_keep_memory_on_the_hinted_node() -> None:
+    """A device on NUMA node 1 of server-112-pmem: the memory stays on node 1, not the
+    nearest PMEM node the pool's offer also holds without the annotation."""
+    m = catalogue("server-112-pmem")
+    hint = TopologyHint(
+        provider="/sys/devices/pci0000:3a/0000:3a:00.0", cpus=m.node_cpus(1), nodes=CPUSet.of(1)
+    )
+    device = Device(path="/dev/accel0", type="c", major=240, minor=0)
+    hints = FakeTopologyHints({"/dev/accel0": hint})
+    rig = make_rig("server-112-pmem", hints=hints)  # type: ignore[arg-type]
+    _, loose, _ = rig.run("l", "Guaranteed", cpu=1000, devices=(device,))
+    assert rig.mems(loose) == CPUSet.parse("1,4")
+    strict = anno("strict.topologyhints", "true")
+    _, ctr, _ = rig.run("s", "Guaranteed", cpu=1000, devices=(device,), annotations=strict)
+    assert rig.mems(ctr) == CPUSet.of(1) and rig.cpus(ctr).issubset(m.node_cpus(1))
 
 
 def test_hints_prefer_the_deepest_pool_holding_the_device() -> None:

@@ -54,7 +54,9 @@ class CPUPicker:
         cores (:meth:`cpus_of`)."""
         return self._pick_threads(available, cpu.full, cpu.priority, hinted)
 
-    def pick_sharable(self, pool: Pool, cpu: CPURequest, hinted: CPUSet) -> CPUSet:
+    def pick_sharable(
+        self, pool: Pool, cpu: CPURequest, hinted: CPUSet, *, within: CPUSet | None = None
+    ) -> CPUSet:
         """Exclusive CPUs from the pool's sharable set that leave every pool they come from
         enough CPUs for its shared grants.
 
@@ -62,9 +64,12 @@ class CPUPicker:
         that descendant keeps what it needs (its CPUs the pick left, plus the ones the CPU
         allocator values least among those picked there) and the pick is made again without
         them: a request that fits the pool as a whole is served from several busy children.
+        ``within``: the CPUs the pick is limited to (strict topology hints).
         """
         supply = self.supply
         sharable = supply.sharable[pool.id]
+        if within is not None:
+            sharable = sharable & within
         kept = CPUSet()
         while True:
             picked = self.pick(sharable - kept, cpu, hinted)

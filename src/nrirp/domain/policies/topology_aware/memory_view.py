@@ -15,7 +15,7 @@ from nrirp.domain.memalloc import MemoryAllocationError, MemoryAllocator, Memory
 from nrirp.domain.model import QOSClass
 from nrirp.domain.policies.topology_aware.grants import Grant
 from nrirp.domain.policies.topology_aware.pools import Pool, PoolTree
-from nrirp.domain.policies.topology_aware.preferences import Request
+from nrirp.domain.policies.topology_aware.preferences import ROOTED_KINDS, Request
 from nrirp.domain.policies.topology_aware.scoring import MemoryFit, limit_key
 from nrirp.domain.topology import Machine, MemoryType
 
@@ -43,6 +43,15 @@ class PoolMemory:
 def accounted_size(request: Request) -> int:
     """The bytes a request's grant accounts (none when its memory is left alone)."""
     return 0 if request.memory.preserve else request.memory.size
+
+
+def strict_nodes(request: Request) -> CPUSet | None:
+    """The nodes strict topology hints limit ``request``'s memory to (``None``: no limit;
+    reserved and preserved containers keep the root pool's)."""
+    limits = request.hint_limits
+    if limits is None or request.cpu.kind in ROOTED_KINDS:
+        return None
+    return limits.nodes
 
 
 class MemoryView:
@@ -173,19 +182,23 @@ class MemoryView:
         has_types = facts.has_all_types if request.memory.types is not None else facts.has_types
         if not size:
             return MemoryFit(True, 0, has_types, covers)
-        key = facts.nodes.bits
+        nodes = facts.nodes
+        exact = strict_nodes(request) is None
+        if not exact:
+            nodes = self.request_nodes(request, pool, types)
+        key = nodes.bits
         fit = known.get(key)
         if fit is None:
             # Sufficient for a fit without widening anyone: every zone meeting the nodes plus
             # the request fits in them (a set S holding the nodes N then has demand at most
             # that plus the demand of S - N, which fitted before).
-            if self.pool_touch[facts.bound] + size <= facts.capacity:
+            if exact and self.pool_touch[facts.bound] + size <= facts.capacity:
                 fit = (True, facts.count, True)
             else:
                 try:
                     offer = self.memory.offer(
                         MemoryRequest(
-                            owner=request.container_id, size=size, nodes=facts.nodes, types=types
+                            owner=request.container_id, size=size, nodes=nodes, types=types
                         )
                     )
                     fit = (offer.fits, len(offer.nodes), False)
@@ -208,9 +221,18 @@ class MemoryView:
         return MemoryRequest(
             owner=request.container_id,
             size=size,
-            nodes=self.pool_nodes(pool, types),
+            nodes=self.request_nodes(request, pool, types),
             types=types,
         )
+
+    def request_nodes(self, request: Request, pool: Pool, types: frozenset[MemoryType]) -> CPUSet:
+        """The nodes ``request`` asks for in ``pool``: :meth:`pool_nodes`, within the strict
+        topology hints' nodes when it has some there."""
+        nodes = self.pool_nodes(pool, types)
+        limits = strict_nodes(request)
+        if limits is not None:
+            return (nodes & limits) or nodes
+        return nodes
 
     def mems_of(self, grant: Grant) -> CPUSet | None:
         """The mems the container should have (``None``: leave them alone): its zone, only

@@ -18,6 +18,7 @@ from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.memalloc import MemoryRequest, human_bytes
 from nrirp.domain.policies.topology_aware.cpu_picker import CPUPicker
 from nrirp.domain.policies.topology_aware.grants import Grant, RestoreError, SavedGrant, types_text
+from nrirp.domain.policies.topology_aware.hint_limits import HintLimits
 from nrirp.domain.policies.topology_aware.memory_view import PMEM, MemoryView, accounted_size
 from nrirp.domain.policies.topology_aware.pools import Pool, PoolTree
 from nrirp.domain.policies.topology_aware.preferences import ROOTED_KINDS, CPUKind, Request
@@ -33,7 +34,7 @@ from nrirp.domain.policies.topology_aware.scoring import (
 from nrirp.domain.policies.topology_aware.supply import Supply, plural
 from nrirp.domain.policy import PolicyError
 from nrirp.domain.topology import MemoryType
-from nrirp.domain.topology.hints import TopologyHint, hint_score
+from nrirp.domain.topology.hints import TopologyHint
 
 
 @attrs.frozen
@@ -113,13 +114,13 @@ class Planner:
             # the roomiest pool: the memory check above keeps it whenever any pool is kept
             pools = [self.tree.top]
             hints, weighted, prefer = (), (), None
-        if hints and request.strict_hints:
-            strict = [p for p in pools if all(_hint_fits(h, p) for h in hints)]
+        limits = None if rooted else request.hint_limits
+        if limits is not None:
+            strict = [p for p in pools if self._within(p, request, limits, types)]
             if not strict:
-                names = ", ".join(str(h) for h in hints)
                 raise PolicyError(
-                    f"{request.label}: no pool satisfies every topology hint "
-                    f"(strict.topologyhints): {names}"
+                    f"{request.label}: no pool can grant CPUs and memory inside every topology "
+                    f"hint (strict.topologyhints): {limits.text}"
                 )
             pools = strict
         wanted = want_priority(request.cpu)
@@ -174,6 +175,22 @@ class Planner:
             return f"the reserved CPUs have {max(left, 0)}m left, {mcpu}m asked"
         return None
 
+    def _within(
+        self, pool: Pool, request: Request, limits: HintLimits, types: frozenset[MemoryType]
+    ) -> bool:
+        """Can ``pool`` grant ``request`` CPUs and memory inside strict hints' ``limits``?"""
+        cpu = request.cpu
+        if limits.cpus is not None:
+            if cpu.kind in (CPUKind.SHARED, CPUKind.MIXED) and not pool.cpus.issubset(limits.cpus):
+                return False  # the shared CPUs are the pool's
+            supply = self.supply
+            free = (supply.sharable[pool.id] | supply.isolated[pool.id]) & limits.cpus
+            if len(free) < cpu.full:
+                return False
+        if limits.nodes is not None and not request.memory.preserve:
+            return bool(self.memory.pool_nodes(pool, types) & limits.nodes)
+        return True
+
     def _realize(
         self,
         request: Request,
@@ -185,19 +202,29 @@ class Planner:
         cpu = request.cpu
         pool = score.pool
         kind = cpu.kind
+        limits = request.hint_limits if kind not in ROOTED_KINDS else None
+        within = limits.cpus if limits is not None else None
         exclusive = CPUSet()
         if cpu.full:
             if score.use_isolated:
-                exclusive = self.cpus.pick(self.supply.isolated[pool.id], cpu, hinted)
+                isolated = self.supply.isolated[pool.id]
+                exclusive = self.cpus.pick(
+                    isolated if within is None else isolated & within, cpu, hinted
+                )
                 if kind is CPUKind.EXCLUSIVE:
                     kind = CPUKind.ISOLATED
             elif not cpu.require_isolated:
-                exclusive = self.cpus.pick_sharable(pool, cpu, hinted)
+                exclusive = self.cpus.pick_sharable(pool, cpu, hinted, within=within)
             if not exclusive:
                 return None
         shared = cpu.shared if kind in (CPUKind.SHARED, CPUKind.MIXED) else 0
         reserved = cpu.shared if kind is CPUKind.RESERVED else 0
         memory = self.memory.request_for(request, pool, types, size)
+        if limits is not None:
+            # the reference's verifyStrictTopologyHints: the grant lies inside every hint
+            cpus = exclusive | pool.cpus if shared else exclusive
+            if not limits.holds(cpus, memory.nodes if memory is not None else None):
+                return None
         return Plan(request, pool, kind, exclusive, shared, reserved, memory, types)
 
     def _shortage(self, request: Request, scores: Sequence[Score]) -> str:
@@ -313,7 +340,3 @@ def _best_first(scores: Sequence[Score], prefer: Pool | None) -> Iterator[Score]
     viable.remove(first)
     viable.sort(key=score_key)
     yield from viable
-
-
-def _hint_fits(hint: TopologyHint, pool: Pool) -> bool:
-    return hint_score(hint, cpus=pool.cpus, nodes=pool.mems, sockets=pool.packages) >= 1.0

@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+import attrs
+
 from nrirp.domain.affinity import (
     COLOCATION_WEIGHT,
     AffinityError,
@@ -39,6 +41,7 @@ from nrirp.domain.policies.topology_aware.grants import (
     SavedGrant,
     saved_grant,
 )
+from nrirp.domain.policies.topology_aware.hint_limits import hint_limits
 from nrirp.domain.policies.topology_aware.planner import Plan
 from nrirp.domain.policies.topology_aware.pools import Pool
 from nrirp.domain.policies.topology_aware.preferences import (
@@ -286,6 +289,10 @@ class TopologyAwarePolicy:
     def _request(self, pod: Pod | None, container: Container) -> tuple[Request, Classes]:
         reader = PolicyAnnotations(self.ctx.annotations(container))
         request = build_request(self._spec, self._index, pod, container, reader)
+        if request.strict_hints:
+            hints = list(self.ctx.topology_hints(container).values())
+            limits = hint_limits(hints, self.ctx.machine)
+            request = attrs.evolve(request, hint_limits=limits)
         classes = choose_classes(
             self._spec,
             self._control,

@@ -24,6 +24,7 @@ from nrirp.domain.model import (
     policy_key,
 )
 from nrirp.domain.policies.topology_aware.config_index import ConfigIndex
+from nrirp.domain.policies.topology_aware.hint_limits import HintLimits
 from nrirp.domain.topology import MemoryType
 
 PREFER_ISOLATED = policy_key("prefer-isolated-cpus")
@@ -126,6 +127,9 @@ class Request:
     pin_memory: bool
     strict_hints: bool
     pick_by_hints: bool
+    hint_limits: HintLimits | None = None
+    """With ``strict_hints``: where the grant's CPUs and memory must lie (the policy sets it
+    from the container's topology hints)."""
 
 
 def container_label(pod: Pod | None, container: Container) -> str:
