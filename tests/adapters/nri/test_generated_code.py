@@ -11,8 +11,13 @@ ROOT = Path(__file__).resolve().parents[3]
 GEN_TOOL = Path("tools/gen_proto.py")
 PROTO_DIR = Path("src/nrirp/adapters/nri/proto")
 GEN_DIR = Path("src/nrirp/adapters/nri/gen")
-ENGINE_PROTO_DIR = Path("src/nrirp/adapters/engine_api/proto")  # the tool's other proto set
-ENGINE_GEN_DIR = Path("src/nrirp/adapters/engine_api/gen")
+# the tool regenerates every proto set (tools/gen_proto.py PROTO_SETS): copy them all
+OTHER_SETS = tuple(
+    p.relative_to(ROOT)
+    for p in sorted((ROOT / "src/nrirp/adapters").glob("*/proto"))
+    + sorted((ROOT / "src/nrirp/adapters").glob("*/gen"))
+    if p.parent.name != "nri"
+)
 
 
 def run_check(root: Path) -> subprocess.CompletedProcess[str]:
@@ -40,7 +45,7 @@ def test_every_proto_has_committed_module_and_stub() -> None:
 
 def test_check_detects_a_stale_file(tmp_path: Path) -> None:
     # A private copy of the tool and its inputs, so the real tree is never touched.
-    for rel in (GEN_TOOL, PROTO_DIR, GEN_DIR, ENGINE_PROTO_DIR, ENGINE_GEN_DIR):
+    for rel in (GEN_TOOL, PROTO_DIR, GEN_DIR, *OTHER_SETS):
         src, dst = ROOT / rel, tmp_path / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         if src.is_dir():
