@@ -334,3 +334,32 @@ def test_exclusive_cpus_across_busy_child_pools() -> None:
     )
     _, h, _ = rig.run("h2", "Guaranteed", cpu=2000)  # 2 fit
     assert len(rig.cpus(h)) == 2 and rig.cpus(a) and rig.cpus(b)
+
+
+@pytest.mark.parametrize("pod_key", ["prefer-isolated-cpus.resource-policy.nri.io/pod", "plain"])
+@pytest.mark.parametrize(
+    ("pod_value", "container_value", "cpu", "kind"),
+    [
+        ("true", "false", 1000, "exclusive"),
+        ("false", "true", 1000, "isolated"),
+        ("true", "false", 2000, "exclusive"),
+        ("false", "true", 2000, "isolated"),
+        ("true", "false", 1500, "exclusive"),  # mixed: tagged by its whole CPU
+        ("false", "true", 1500, "isolated"),
+    ],
+)
+def test_container_level_isolation_preference_beats_the_pod_level_one(
+    pod_key: str, pod_value: str, container_value: str, cpu: int, kind: str
+) -> None:
+    """Issue 13 item 9: `prefer-isolated-cpus/container.NAME` wins over `/pod` and the plain
+    key, whichever value each has (the reference's effective annotation)."""
+    rig = make_rig(tiny_machine(8, isolated="5-7"), config(reservedResources={"cpu": "cpuset:0"}))
+    key = "prefer-isolated-cpus.resource-policy.nri.io"
+    annotations = {
+        key if pod_key == "plain" else pod_key: pod_value,
+        f"{key}/container.c": container_value,
+    }
+    _, ctr, _ = rig.run("g", "Guaranteed", cpu=cpu, annotations=annotations)
+    assert rig.kind(ctr) == kind
+    exclusive = CPUSet.parse(rig.tags(ctr)["topology-aware.exclusive"])
+    assert exclusive.issubset(CPUSet.parse("5-7")) is (kind == "isolated")
