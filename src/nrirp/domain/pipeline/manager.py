@@ -73,7 +73,7 @@ from nrirp.domain.policy import (
 )
 from nrirp.domain.ports.clock import Clock, StoppedClock
 from nrirp.domain.ports.decisions import DecisionLog, Notice, NullDecisionLog, Severity
-from nrirp.domain.ports.documents import AnnotationParser
+from nrirp.domain.ports.documents import AnnotationParser, label
 from nrirp.domain.ports.host_control import HostControl
 from nrirp.domain.ports.kubernetes import Kubernetes
 from nrirp.domain.ports.metrics import Metrics
@@ -621,13 +621,14 @@ def _moves_forward(current: ContainerState, target: ContainerState) -> bool:
 
 
 def _pod_label(pod: Pod) -> str:
-    return f"pod {pod.namespace}/{pod.name}" if pod.name else f"pod {pod.id}"
+    text = f"{pod.namespace}/{pod.name}" if pod.name else pod.id
+    return f"pod {label(text)}"  # names from outside: never a second line, never long
 
 
 def _ctr_label(pod: Pod, container: Container) -> str:
     if pod.name and container.name:
-        return f"container {pod.namespace}/{pod.name}/{container.name}"
-    return f"container {container.id}"
+        return f"container {label(f'{pod.namespace}/{pod.name}/{container.name}')}"
+    return f"container {label(container.id)}"
 
 
 class _Operation:

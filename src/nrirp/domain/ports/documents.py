@@ -20,6 +20,15 @@ def clip(text: str, limit: int = MAX_QUOTED) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def label(text: str, limit: int = MAX_QUOTED) -> str:
+    """A name from outside (a container's id or name, a namespace) for a message: as it is
+    when printable and short, else its ``repr`` clipped, so that no name can add lines to a
+    log or make a message long."""
+    if text.isprintable() and len(text) <= limit:
+        return text
+    return clip(repr(text), limit)
+
+
 class DocumentError(ValueError):
     """A document that cannot be used: not parseable, over its input budget, or invalid.
 

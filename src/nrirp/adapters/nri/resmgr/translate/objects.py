@@ -10,6 +10,7 @@ from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.resmgr.translate.errors import TranslationError
 from nrirp.adapters.nri.resmgr.translate.resources import resources_from_pb
 from nrirp.domain.model import Container, ContainerState, Device, LinuxResources, Mount, Pod
+from nrirp.domain.ports.documents import label
 
 _STATES: dict[int, ContainerState] = {
     api_pb2.CONTAINER_UNKNOWN: ContainerState.UNKNOWN,
@@ -64,7 +65,7 @@ def container_from_pb(pb: api_pb2.Container) -> Container:
             resources_from_pb(linux.resources) if linux.HasField("resources") else LinuxResources()
         )
     except TranslationError as exc:
-        raise TranslationError(f"container {pb.name or pb.id}: {exc}") from None
+        raise TranslationError(f"container {label(pb.name or pb.id)}: {exc}") from None
     return Container(
         id=pb.id,
         pod_id=pb.pod_sandbox_id,
