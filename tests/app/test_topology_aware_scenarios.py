@@ -24,7 +24,7 @@ Coverage (reference-policies.md §2 annotations, suffix ``.resource-policy.nri.i
 | `hide-hyperthreads` (shared; exclusive: N CPUs held, siblings hidden) | test_cpu_preferences |
 | `unlimited-burstable` | test_unlimited_burstable |
 | `scheduling-class` | test_classes |
-| `cpu-class` | test_classes |
+| `cpu-class` (refused unless Guaranteed with exclusive CPUs) | test_classes |
 | `rdtclass`, `blockioclass` | test_classes |
 | `topologyhints` (false, `devices`), hints from devices and from mounts | test_topology_hints |
 | `allow.topologyhints`, `deny.topologyhints` | test_topology_hints |
@@ -656,8 +656,9 @@ def replay_classes() -> Any:
 
 def test_classes() -> None:
     container, steps = replay_classes()
-    assert [s.ok for s in steps] == [True] * 7 + [False]
+    assert [s.ok for s in steps] == [True] * 7 + [False, False]
     assert "nope" in " ".join(steps[7].errors)
+    assert "this one is Burstable" in " ".join(steps[8].errors)  # cpu-class, not Guaranteed
     runtime = container.runtime()
     host = container.adapters.host_control()
 

@@ -160,7 +160,7 @@ def test_load_and_scheduling_classes_need_names_but_may_repeat() -> None:
 def test_pct_rules() -> None:
     spec = RESERVED + (
         "cpuClasses:\n"
-        "  - {name: both, pctPriority: 1, sstClosID: 2}\n"
+        "  - {name: both, pctPriority: high, sstClosID: 2}\n"
         "  - {name: freq, pctMinFreq: 1000, pctMaxFreq: 2000}\n"
         "  - {name: pub, publishExtendedResource: true}\n"
         "  - {name: closed, sstClosID: 1}\n"
@@ -183,7 +183,7 @@ def test_pct_rules() -> None:
             " classes cannot be mixed",
         ),
     ]
-    spec_of(RESERVED + "cpuClasses: [{name: hi, pctPriority: 1, publishExtendedResource: true}]")
+    spec_of(RESERVED + "cpuClasses: [{name: hi, pctPriority: high, publishExtendedResource: true}]")
 
 
 def test_duplicate_and_empty_type_names() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +14,14 @@ from nrirp.domain.config.keys import key_of, ref
 from nrirp.domain.config.validation import at, check_range
 
 _FREQ_EXPECTED = "expected a frequency in kHz or one of 'min', 'base', 'turbo'"
+
+
+class PCTPriority(enum.StrEnum):
+    """SST core-power priority of a CPU class (``pctPriority``), as the reference's CRD takes
+    it: the managed high-priority class (CLOS 0) or low-priority class (CLOS 3)."""
+
+    HIGH = "high"
+    LOW = "low"
 
 
 @attrs.frozen
@@ -60,7 +69,7 @@ class CPUClass:
     freq_governor: str | None = attrs.field(default=None, metadata=ref("freqGovernor"))
     disabled_cstates: tuple[str, ...] = attrs.field(default=(), metadata=ref("disabledCstates"))
     turbo_priority: int | None = attrs.field(default=None, metadata=ref("turboPriority"))
-    pct_priority: int | None = attrs.field(default=None, metadata=ref("pctPriority"))
+    pct_priority: PCTPriority | None = attrs.field(default=None, metadata=ref("pctPriority"))
     sst_clos_id: int | None = attrs.field(default=None, metadata=ref("sstClosID"))
     pct_min_freq: Frequency | None = attrs.field(default=None, metadata=ref("pctMinFreq"))
     pct_max_freq: Frequency | None = attrs.field(default=None, metadata=ref("pctMaxFreq"))
@@ -78,7 +87,6 @@ class CPUClass:
         yield from check_frequency_order(self, "uncore_min_freq", "uncore_max_freq")
         yield from check_range(self, "energy_performance_preference", 0, 255)
         yield from check_range(self, "turbo_priority", 0)
-        yield from check_range(self, "pct_priority", 0)
         yield from check_range(self, "sst_clos_id", 0, 3)
 
 

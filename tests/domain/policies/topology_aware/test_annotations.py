@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nrirp.adapters.fakehw.hints import FakeTopologyHints
+from nrirp.domain.config.errors import ConfigError
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import Device, IOPriority, IOPriorityClass, SchedulingPolicy
 from nrirp.domain.pipeline import OperationFailedError
@@ -493,14 +494,58 @@ def test_cpu_classes_from_annotation_and_pool_defaults() -> None:
         ("shared", {"cpu": 100}),
         ("excl", {"qos": "Guaranteed", "cpu": 1000}),
         ("sys", {"cpu": 100, "namespace": "kube-system"}),
-        ("anno", {"cpu": 100, "annotations": anno("cpu-class", "fast")}),
+        ("anno", {"qos": "Guaranteed", "cpu": 1000, "annotations": anno("cpu-class", "slow")}),
     ):
         _, ctr, _ = rig.run(name, **kw)  # type: ignore[arg-type]
         host[name] = ctr
     classes = {n: rig.host.settings[c.id].cpu_class for n, c in host.items()}
-    assert classes == {"shared": "slow", "excl": "fast", "sys": "sys", "anno": "fast"}
+    assert classes == {"shared": "slow", "excl": "fast", "sys": "sys", "anno": "slow"}
     with pytest.raises(OperationFailedError, match="CPU class 'turbo'"):
-        rig.run("bad", cpu=100, annotations=anno("cpu-class", "turbo"))
+        rig.run("bad", "Guaranteed", cpu=1000, annotations=anno("cpu-class", "turbo"))
+
+
+def test_cpu_class_annotation_needs_guaranteed_exclusive_cpus() -> None:
+    """The reference refuses a cpu-class annotation on a container that is not Guaranteed or
+    that gets no exclusive CPUs (a class is applied to CPUs the container has to itself)."""
+    rig = make_rig("box-16", config(cpuClasses=[{"name": "fast"}]))
+    fast = anno("cpu-class", "fast")
+    before = rig.alloc.supply.shared_granted[:]
+    for name, kw, reason in (
+        ("b", {"cpu": 100, "limit": 200, "memory": GiB}, "this one is Burstable"),
+        ("e", {"qos": "BestEffort"}, "this one is BestEffort"),
+        ("s", {"qos": "Guaranteed", "cpu": 500}, r"this one gets none \(shared\)"),
+        (
+            "p",
+            {
+                "qos": "Guaranteed",
+                "cpu": 2000,
+                "annotations": {**fast, **anno("prefer-shared-cpus", "true")},
+            },
+            r"this one gets none \(shared\)",
+        ),
+    ):
+        kw.setdefault("annotations", fast)
+        with pytest.raises(
+            OperationFailedError,
+            match=f"only for Guaranteed containers with exclusive CPUs; {reason}",
+        ):
+            rig.run(name, **kw)  # type: ignore[arg-type]
+    assert rig.alloc.grants == {} and rig.alloc.supply.shared_granted == before
+    _, mixed, _ = rig.run("m", "Guaranteed", cpu=1500, annotations=fast)  # 1 exclusive CPU
+    _, iso, _ = rig.run("i", "Guaranteed", cpu=2000, annotations=fast)
+    assert [rig.host.settings[c.id].cpu_class for c in (mixed, iso)] == ["fast", "fast"]
+
+
+def test_pct_priority_takes_the_reference_strings() -> None:
+    cfg = config(
+        cpuClasses=[{"name": "hi", "pctPriority": "high"}, {"name": "lo", "pctPriority": "low"}]
+    )
+    assert [str(c.pct_priority) for c in cfg.spec.cpu_classes] == ["high", "low"]  # type: ignore[union-attr]
+    for bad in (1, "normal", "HIGH"):
+        with pytest.raises(
+            ConfigError, match=r"pctPriority: invalid value .*: expected one of 'high', 'low'"
+        ):
+            config(cpuClasses=[{"name": "x", "pctPriority": bad}])
 
 
 def test_rdt_and_blockio_classes() -> None:

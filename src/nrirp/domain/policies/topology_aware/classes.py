@@ -119,6 +119,11 @@ def choose_classes(
                 f"{label}: CPU class {cpu_class!r} (annotation cpu-class) is not defined "
                 f"(cpuClasses / control.cpu.classes: {_known(known)})"
             )
+        if qos is not QOSClass.GUARANTEED:
+            raise PolicyError(
+                f"{label}: CPU class {cpu_class!r} (annotation cpu-class) is only for "
+                f"Guaranteed containers with exclusive CPUs; this one is {qos.value}"
+            )
 
     rdt_names = index.rdt_classes
     rdt = reader.raw(RDT_CLASS)
@@ -153,6 +158,19 @@ def choose_classes(
         blockio_class=blockio,
         irq_affinity=reader.raw(IRQ_AFFINITY),
     )
+
+
+def check_cpu_class(classes: Classes, kind: CPUKind, label: str) -> None:
+    """Refuse a ``cpu-class`` annotation on a grant without exclusive CPUs (as the reference:
+    a class is applied to CPUs the container has for itself)."""
+    if classes.cpu_class is not None and kind not in EXCLUSIVE_KINDS:
+        raise PolicyError(
+            f"{label}: CPU class {classes.cpu_class!r} (annotation cpu-class) is only for "
+            f"Guaranteed containers with exclusive CPUs; this one gets none ({kind.value})"
+        )
+
+
+EXCLUSIVE_KINDS = frozenset({CPUKind.EXCLUSIVE, CPUKind.ISOLATED, CPUKind.MIXED})
 
 
 def default_cpu_class(spec: TopologyAwarePolicySpec, kind: CPUKind) -> str | None:

@@ -28,6 +28,7 @@ from nrirp.domain.model import Container, ContainerState, HostChange, LinuxResou
 from nrirp.domain.policies.topology_aware.allocations import Allocations
 from nrirp.domain.policies.topology_aware.classes import (
     Classes,
+    check_cpu_class,
     choose_classes,
     default_cpu_class,
 )
@@ -219,6 +220,7 @@ class TopologyAwarePolicy:
         for ctr, pod, request, classes, deadline, why in anew:
             try:
                 plan = self._plan(alloc, request, pod, ctr, prefer=None)
+                check_cpu_class(classes, plan.kind, request.label)
                 grant = alloc.commit(plan, cold_start_until=deadline)
             except PolicyError as exc:
                 self._unplaced(ctr, pod, exc, strict=strict)
@@ -360,6 +362,7 @@ class TopologyAwarePolicy:
         if plan is None:
             prefer = previous.pool if previous is not None else None
             plan = self._plan(alloc, request, pod, container, prefer=prefer)
+        check_cpu_class(classes, plan.kind, request.label)
         deadline: float | None = None
         delay = 0.0
         if previous is not None:
