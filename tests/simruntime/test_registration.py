@@ -275,3 +275,32 @@ def test_wait_plugins_returns_once_enough_plugins_receive_events() -> None:
                 await plugin.close()
 
     arun(scenario)
+
+
+def test_a_restart_drops_plugins_removes_the_socket_and_keeps_the_containers(
+    tmp_path: Path,
+) -> None:
+    socket_path = tmp_path / "nri.sock"
+
+    async def scenario() -> None:
+        async with runtime(socket_path=socket_path) as rt:
+            await rt.run_pod(PodSpec("web", containers=[ContainerSpec("app")]))
+            before = ScriptedPlugin("watcher", "07")
+            await before.connect(str(socket_path))
+            await rt.wait_plugin("07-watcher")
+            restarting = asyncio.create_task(rt.restart(downtime=0.2))
+            await rt.wait_plugin("07-watcher", PluginEventKind.CLOSED)
+            await asyncio.sleep(0.1)
+            assert not socket_path.exists()  # down: the socket is gone
+            await restarting
+            assert socket_path.exists() and rt.plugins() == []
+            after = ScriptedPlugin("watcher", "07")
+            await after.connect(str(socket_path))
+            synced = PluginEventKind.SYNCHRONIZED
+            await rt.journal.wait_for(lambda: sum(e.kind is synced for e in rt.journal.events) == 2)
+            (sync,) = after.requests_of("Synchronize")
+            assert [c.name for c in sync.containers] == ["app"]  # kept running
+            await before.close()
+            await after.close()
+
+    arun(scenario)

@@ -130,6 +130,19 @@ class SimRuntime:
         self._closed = True
         await self._plugins.close()
 
+    async def restart(self, downtime: float = 0.0) -> None:
+        """Restart the runtime the way containerd restarts with its shims alive: every plugin
+        connection is dropped (pre-launched plugins are killed) and the socket removed; after
+        ``downtime`` seconds the socket is back and plugins register again, external ones being
+        synchronized with the pods and containers that kept running."""
+        self._check_running()
+        await self._plugins.close()
+        if downtime > 0:
+            await asyncio.sleep(downtime)
+        self._plugins = PluginManager(self.options, self.journal, self._lock, self._model)
+        self._dispatch = Dispatcher(self._plugins)
+        await self._plugins.start()
+
     async def __aenter__(self) -> SimRuntime:
         return await self.start()
 
@@ -177,7 +190,8 @@ class SimRuntime:
         return plugin.info()
 
     def plugins(self) -> list[PluginInfo]:
-        """Every plugin connection so far (also closed and rejected ones), oldest first."""
+        """Every plugin connection since the start or the last :meth:`restart` (also closed
+        and rejected ones), oldest first."""
         return [p.info() for p in self._plugins.connections]
 
     def active_plugins(self) -> list[PluginInfo]:
