@@ -14,6 +14,7 @@ from dependency_injector import providers
 
 from nrirp.adapters.fakehw import FakeTopologyHints, load_machine, resolve, write_sysfs
 from nrirp.adapters.memory import ManualTimers, RecordingRuntimeUpdates
+from nrirp.adapters.podresources import CombinedHints, PodResourceHints
 from nrirp.adapters.sysfs import SysfsTopologyHints
 from nrirp.adapters.system import ThreadTimers
 from nrirp.app.composition import Ports
@@ -100,9 +101,12 @@ def test_daemon_reads_hints_from_its_sysfs_root(tmp_path: Path, server_tree: Pat
     )
     container.adapters.host_control.override(providers.Object(None))
     container.adapters.runtime_updates.override(providers.Object(RecordingRuntimeUpdates()))
-    hints = container.adapters.topology_hints()
+    combined = container.adapters.topology_hints()
+    assert isinstance(combined, CombinedHints)  # sysfs, then the kubelet's pod resources
+    hints, pod_resources = combined.sources
     assert isinstance(hints, SysfsTopologyHints)
     assert hints.root == os.path.realpath(server_tree) and not hints.resolve_host_paths
+    assert isinstance(pod_resources, PodResourceHints) and not pod_resources.enabled()
     timers = container.adapters.timers()
     assert isinstance(timers, ThreadTimers)
     policy = create(container)
