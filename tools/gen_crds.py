@@ -5,9 +5,10 @@ Each built-in policy with a custom-resource kind (TopologyAwarePolicy, BalloonsP
 TemplatePolicy) gets ``config.nri_<plural>.yaml``: group ``config.nri``, version ``v1alpha1``,
 namespaced, with the status subresource, and an OpenAPI schema made from the attrs classes the
 loader structures ``spec`` into (key names, types, enumerations, required fields) plus the
-common blocks (``control``, ``log``, ``instrumentation``, ``agent``). Value types with their own
-text form (quantities, CPU resources, durations, frequencies) become int-or-string with the
-pattern the loader accepts. ``kustomization.yaml`` lists them.
+common blocks (``control``, ``log``, ``instrumentation``, ``agent``,
+``privilegedAnnotations``). Value types with their own text form (quantities, CPU resources,
+durations, frequencies) become int-or-string with the pattern the loader accepts.
+``kustomization.yaml`` lists them.
 
 Run after changing a config class: ``.venv/bin/python tools/gen_crds.py``; ``--check`` fails
 if the committed files are stale (the tests run it).
@@ -144,13 +145,12 @@ STATUS = {
 
 def crd(kind: str, spec_class: type) -> dict[str, Any]:
     from nrirp.adapters.kubernetes.cluster import CONFIG_GROUP, CONFIG_VERSION, plural_of
-    from nrirp.domain.config.loader import PolicyConfig
+    from nrirp.domain.config.loader import COMMON_BLOCK_TYPES
 
     forms = _custom_forms()
     spec = schema_of(spec_class, forms)
-    hints = typing.get_type_hints(PolicyConfig)
-    for block in ("control", "log", "instrumentation", "agent"):
-        spec["properties"][block] = schema_of(hints[block], forms)
+    for block, block_type in COMMON_BLOCK_TYPES.items():
+        spec["properties"][block] = schema_of(block_type, forms)
     spec["properties"] = dict(sorted(spec["properties"].items()))
     plural = plural_of(kind)
     return {

@@ -5,6 +5,7 @@ adapter (``nrirp.adapters.documents.load_policy_config`` takes text too)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -33,6 +34,8 @@ _COMMON_BLOCKS: dict[str, type] = {
     "privilegedAnnotations": PrivilegedAnnotationsConfig,
 }
 assert tuple(_COMMON_BLOCKS) == COMMON_BLOCK_KEYS
+COMMON_BLOCK_TYPES: Mapping[str, type] = MappingProxyType(_COMMON_BLOCKS)
+"""Each common block's key and class (in documents: keys of the spec, beside its own)."""
 _ATTRIBUTES = {"privilegedAnnotations": "privileged_annotations"}
 """Common blocks whose attribute of :class:`PolicyConfig` is not their key."""
 _DUMPED_WHEN_SET = frozenset({"privilegedAnnotations"})
