@@ -30,6 +30,7 @@ from nrirp.domain.ports.decisions import DecisionLog
 from nrirp.domain.ports.documents import AnnotationParser
 from nrirp.domain.ports.hardware import HardwareDiscovery
 from nrirp.domain.ports.host_control import HostControl
+from nrirp.domain.ports.inbound import InboundObserver
 from nrirp.domain.ports.kubernetes import Kubernetes
 from nrirp.domain.ports.metrics import Metrics
 from nrirp.domain.ports.state_store import StateStore
@@ -53,7 +54,8 @@ def sysfs_topology_hints(root: str | None) -> SysfsTopologyHints:
 class Adapters(Ports):
     """The base set: hardware and topology hints from sysfs, state in memory, no host
     control and no metrics, the system clock, decisions to the ``nrirp.decisions`` logger,
-    thread timers, the YAML annotation parser, no node agent (``kubernetes``).
+    thread timers, the YAML annotation parser, no node agent (``kubernetes``), no recorder
+    (``inbound_observer``: ``nrirp run --record`` sets one).
     ``runtime_updates`` has no default: the environment provides it (the NRI plugin's, or
     the host agent's own)."""
 
@@ -77,3 +79,4 @@ class Adapters(Ports):
         YamlAnnotationParser
     )
     kubernetes: providers.Provider[Kubernetes | None] = providers.Object(None)
+    inbound_observer: providers.Provider[InboundObserver | None] = providers.Object(None)

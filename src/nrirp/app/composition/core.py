@@ -29,6 +29,7 @@ from nrirp.domain.ports.decisions import DecisionLog
 from nrirp.domain.ports.documents import AnnotationParser
 from nrirp.domain.ports.hardware import HardwareDiscovery
 from nrirp.domain.ports.host_control import HostControl
+from nrirp.domain.ports.inbound import InboundObserver
 from nrirp.domain.ports.kubernetes import Kubernetes
 from nrirp.domain.ports.metrics import Metrics
 from nrirp.domain.ports.runtime_updates import RuntimeUpdates
@@ -55,6 +56,7 @@ class Ports(containers.DeclarativeContainer):
     timers: providers.Provider[Timers] = providers.Dependency()
     annotation_parser: providers.Provider[AnnotationParser] = providers.Dependency()
     kubernetes: providers.Provider[Kubernetes | None] = providers.Dependency()
+    inbound_observer: providers.Provider[InboundObserver | None] = providers.Dependency()
 
 
 def discover_machine(hardware: HardwareDiscovery) -> Machine:
@@ -104,6 +106,7 @@ class CoreContainer(Ports):
         timers=Ports.timers,
         annotation_parser=Ports.annotation_parser,
         kubernetes=Ports.kubernetes,
+        observer=Ports.inbound_observer,
         config_codec=config_codec,
     )
 

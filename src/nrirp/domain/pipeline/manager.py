@@ -75,6 +75,7 @@ from nrirp.domain.ports.clock import Clock, StoppedClock
 from nrirp.domain.ports.decisions import DecisionLog, Notice, NullDecisionLog, Severity
 from nrirp.domain.ports.documents import AnnotationParser, label
 from nrirp.domain.ports.host_control import HostControl
+from nrirp.domain.ports.inbound import InboundCall, InboundObserver
 from nrirp.domain.ports.kubernetes import Kubernetes
 from nrirp.domain.ports.metrics import Metrics
 from nrirp.domain.ports.runtime_updates import RuntimeUpdates
@@ -111,8 +112,10 @@ class ResourceManager:
         timers: Timers | None = None,
         annotation_parser: AnnotationParser | None = None,
         kubernetes: Kubernetes | None = None,
+        observer: InboundObserver | None = None,
     ) -> None:
         self._policy = policy
+        self._observer = observer
         self._kubernetes = kubernetes
         self._machine = machine
         self._updates = updates
@@ -138,6 +141,7 @@ class ResourceManager:
             store=store,
             codec=config_codec or DefaultConfigCodec(),
             notify=self._notify,
+            on_saved=None if observer is None else observer.saved,
         )
         self._work = UnitOfWork(
             cache=self.cache,
@@ -201,26 +205,33 @@ class ResourceManager:
                 raise OperationFailedError(
                     "start", f"policy {self._policy.name}", failed.reason, internal=failed.internal
                 ) from failed.__cause__
+            if self._observer is not None:
+                self._observer.started(config, saved.data)
             self._drain_events()
             return saved.outcome
 
     def synchronize(self, pods: Sequence[Pod], containers: Sequence[Container]) -> list[Update]:
         """Reconcile with everything the runtime runs: containers gone are released, new ones
         allocated, survivors keep their resources. Returns updates for existing containers."""
-        with self._operation("synchronize", "pods and containers") as work:
+        call = (
+            None
+            if self._observer is None
+            else InboundCall("synchronize", pods=tuple(pods), containers=tuple(containers))
+        )
+        with self._operation("synchronize", "pods and containers", call) as work:
             updates = self._synchronize(pods, containers)
             work.commit()
         return list(updates)
 
     def run_pod(self, pod: Pod) -> None:
         """A pod sandbox was started."""
-        with self._operation("run-pod", _pod_label(pod)) as work:
+        with self._operation("run-pod", _pod_label(pod), pod) as work:
             admit_pod(self.cache, pod, self._clock.now())
             work.commit()
 
     def stop_pod(self, pod: Pod) -> None:
         """A pod sandbox stopped: its containers that still hold resources release them."""
-        with self._operation("stop-pod", _pod_label(pod)) as work:
+        with self._operation("stop-pod", _pod_label(pod), pod) as work:
             for ctr in self.cache.containers_of(pod.id):
                 self._stop(ctr)
             work.send_after_commit(self._enforce("stop-pod").updates)
@@ -228,7 +239,7 @@ class ResourceManager:
 
     def remove_pod(self, pod: Pod) -> None:
         """A pod sandbox was removed: forget it and its containers."""
-        with self._operation("remove-pod", _pod_label(pod)) as work:
+        with self._operation("remove-pod", _pod_label(pod), pod) as work:
             for ctr in self.cache.containers_of(pod.id):
                 self._stop(ctr)
                 self.cache.remove_container(ctr.id)
@@ -242,7 +253,9 @@ class ResourceManager:
         Returns the adjustment for it and updates for other containers the policy changed.
         Raises :class:`OperationFailedError` (cache unchanged) when the policy refuses.
         """
-        with self._operation("create-container", _ctr_label(pod, container)) as work:
+        with self._operation(
+            "create-container", _ctr_label(pod, container), pod, container
+        ) as work:
             self._ensure_pod(pod)
             existing = self.cache.container(container.id)
             if existing is not None and existing.state.holds_resources:
@@ -282,7 +295,9 @@ class ResourceManager:
 
         Returns updates, possibly including one for this container that amends the change.
         """
-        with self._operation("update-container", _ctr_label(pod, container)) as work:
+        with self._operation(
+            "update-container", _ctr_label(pod, container), pod, container, resources
+        ) as work:
             current = self.cache.container(container.id)
             if current is None:
                 # never seen (missed while disconnected): allocate it like a synced newcomer
@@ -308,7 +323,7 @@ class ResourceManager:
 
     def stop_container(self, pod: Pod, container: Container) -> list[Update]:
         """The container stopped: release its resources; returns updates for others."""
-        with self._operation("stop-container", _ctr_label(pod, container)) as work:
+        with self._operation("stop-container", _ctr_label(pod, container), pod, container) as work:
             updates: Sequence[Update] = ()
             current = self.cache.container(container.id)
             if current is not None:
@@ -325,7 +340,9 @@ class ResourceManager:
         that survived its restart), and a later request for a container of the pod brings it
         back from the pod the request carries.
         """
-        with self._operation("remove-container", _ctr_label(pod, container)) as work:
+        with self._operation(
+            "remove-container", _ctr_label(pod, container), pod, container
+        ) as work:
             current = self.cache.container(container.id)
             if current is not None:
                 self._stop(current)
@@ -354,7 +371,9 @@ class ResourceManager:
                     work.send_after_commit(updates)
                     work.commit()
             except OperationFailedError as failed:
+                self._heard(InboundCall("reconfigure", config=config, failure=failed.reason))
                 return ReconfigureOutcome(False, failed.reason)
+            self._heard(InboundCall("reconfigure", config=config))
             self._drain_events()
             return ReconfigureOutcome(True, updates=len(updates))
 
@@ -448,7 +467,7 @@ class ResourceManager:
         hook: Hook | None,
     ) -> None:
         """A lifecycle event: note the process, move the state forward, run the hook."""
-        with self._operation(operation, _ctr_label(pod, container)) as work:
+        with self._operation(operation, _ctr_label(pod, container), pod, container) as work:
             current = self.cache.container(container.id)
             if current is not None:
                 current = note_process(current, container)
@@ -540,9 +559,22 @@ class ResourceManager:
         self._updates.submit(list(updates))
 
     # ================================================================== internals: runs
-    def _operation(self, name: str, subject: str) -> _Operation:
-        """``with self._operation(name, subject) as work:`` one lifecycle operation."""
-        return _Operation(self, name, subject)
+    def _operation(
+        self,
+        name: str,
+        subject: str,
+        pod: Pod | InboundCall | None = None,
+        container: Container | None = None,
+        resources: LinuxResources | None = None,
+    ) -> _Operation:
+        """``with self._operation(name, subject) as work:`` one lifecycle operation; the
+        observer hears of it with the values the driver passed (``pod`` ... or a whole
+        :class:`InboundCall`)."""
+        return _Operation(self, name, subject, pod, container, resources)
+
+    def _heard(self, call: InboundCall) -> None:
+        if self._observer is not None:
+            self._observer.handled(call)
 
     def _handle_event(self, event: PolicyEvent) -> None:
         operation = f"event {event.kind}"
@@ -633,14 +665,26 @@ def _ctr_label(pod: Pod, container: Container) -> str:
 
 class _Operation:
     """A lifecycle operation: serialized, refused before start, one unit of work; the events
-    the policy injected meanwhile are handled once it committed."""
+    the policy injected meanwhile are handled once it committed. The manager's inbound
+    observer (if any) hears of it once it committed or was refused."""
 
-    __slots__ = ("_manager", "_name", "_subject")
+    __slots__ = ("_container", "_manager", "_name", "_pod", "_resources", "_subject")
 
-    def __init__(self, manager: ResourceManager, name: str, subject: str) -> None:
+    def __init__(
+        self,
+        manager: ResourceManager,
+        name: str,
+        subject: str,
+        pod: Pod | InboundCall | None,
+        container: Container | None,
+        resources: LinuxResources | None,
+    ) -> None:
         self._manager = manager
         self._name = name
         self._subject = subject
+        self._pod = pod
+        self._container = container
+        self._resources = resources
 
     def __enter__(self) -> UnitOfWork:
         manager = self._manager
@@ -660,8 +704,32 @@ class _Operation:
     ) -> None:
         manager = self._manager
         try:
-            manager._work.end(exc)  # rolls back and raises OperationFailedError unless committed
+            if manager._observer is None:
+                manager._work.end(exc)  # rolls back, raises OperationFailedError unless committed
+            else:
+                self._end_observed(exc)
             if exc is None:
                 manager._drain_events()
         finally:
             manager._release()
+
+    def _end_observed(self, exc: BaseException | None) -> None:
+        """End the unit of work, then tell the observer (also of a refusal)."""
+        manager = self._manager
+        failure: str | None = None
+        try:
+            manager._work.end(exc)
+        except OperationFailedError as failed:
+            failure = failed.reason
+            raise
+        finally:
+            if failure is None and exc is not None:  # not an Exception: nothing was committed
+                failure = type(exc).__name__
+            pod = self._pod
+            if isinstance(pod, InboundCall):
+                call = pod if failure is None else attrs.evolve(pod, failure=failure)
+            else:
+                call = InboundCall(
+                    self._name, pod, self._container, self._resources, failure=failure
+                )
+            manager._heard(call)

@@ -38,6 +38,8 @@ class SavedState:
     pods: tuple[Pod, ...] = ()
     containers: tuple[Container, ...] = ()
     policy_data: Mapping[str, Any] = attrs.field(factory=dict)
+    data: Mapping[str, Any] | None = None
+    """The saved state as the store gave it (``None``: nothing saved)."""
 
 
 class StatePersistence:
@@ -56,8 +58,10 @@ class StatePersistence:
         store: StateStore | None,
         codec: ConfigCodec,
         notify: NotifyFn,
+        on_saved: Callable[[Mapping[str, Any]], None] | None = None,
     ) -> None:
         self._cache = cache
+        self._on_saved = on_saved
         self._policy = policy
         self._store = store
         self._codec = codec
@@ -111,6 +115,7 @@ class StatePersistence:
             snapshot.pods,
             snapshot.containers,
             {} if policy_changed else snapshot.policy_data,
+            data,
         )
 
     def restore(self, saved: SavedState) -> None:
@@ -144,6 +149,8 @@ class StatePersistence:
             self._notify(f"state not saved (will retry): {exc}", Severity.ERROR, None)
             return
         cache.mark_clean()
+        if self._on_saved is not None:
+            self._on_saved(snapshot)
 
     def _config_document(self, config: PolicyConfig | None) -> dict[str, Any] | None:
         """The document form of ``config``, dumped once per configuration (configs are

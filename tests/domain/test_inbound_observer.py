@@ -1,0 +1,128 @@
+"""The resource manager's inbound observer: every handled call, in the pipeline's order, with
+what the driver passed and whether it was refused; the start with the restored state; every
+saved snapshot."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from nrirp.adapters.memory import InMemoryStateStore
+from nrirp.domain.model import LinuxResources
+from nrirp.domain.pipeline import NotStartedError, OperationFailedError
+from nrirp.domain.ports.inbound import InboundCall
+
+from .support import FakeConfig, make_container, make_pod, make_rig
+
+
+class Heard:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+        self.threads: set[int] = set()
+
+    def started(self, config: Any, restored: Mapping[str, Any] | None) -> None:
+        self.events.append(("started", (config, None if restored is None else dict(restored))))
+
+    def handled(self, call: InboundCall) -> None:
+        self.threads.add(threading.get_ident())
+        self.events.append(("handled", call))
+
+    def saved(self, snapshot: Mapping[str, Any]) -> None:
+        self.events.append(("saved", snapshot))
+
+    def calls(self) -> list[InboundCall]:
+        return [value for kind, value in self.events if kind == "handled"]
+
+
+def test_every_call_in_order_with_its_values_and_refusals() -> None:
+    heard = Heard()
+    rig = make_rig(observer=heard)
+    assert heard.events[-1] == ("started", (FakeConfig("recording"), None))
+    pod = make_pod()
+    a, b = make_container(pod, "a"), make_container(pod, "b")
+    rig.manager.synchronize([pod], [])
+    rig.manager.run_pod(pod)
+    rig.manager.create_container(pod, a)
+    rig.manager.post_create(pod, a)
+    rig.manager.start_container(pod, a)
+    rig.manager.post_start(pod, a)
+    resized = LinuxResources(cpu_shares=1024)
+    rig.manager.update_container(pod, a, resized)
+    rig.manager.post_update(pod, a)
+    rig.policy.fail_allocate = "no room"
+    with pytest.raises(OperationFailedError):
+        rig.manager.create_container(pod, b)
+    rig.policy.fail_allocate = None
+    rig.manager.stop_container(pod, a)
+    rig.manager.remove_container(pod, a)
+    rig.manager.stop_pod(pod)
+    rig.manager.remove_pod(pod)
+    assert rig.manager.reconfigure(FakeConfig("recording", "0-3")).applied
+    rig.policy.fail_reconfigure = "not that"
+    assert not rig.manager.reconfigure(FakeConfig("recording", "0-1")).applied
+
+    calls = heard.calls()
+    assert [c.operation for c in calls] == [
+        "synchronize",
+        "run-pod",
+        "create-container",
+        "post-create",
+        "start-container",
+        "post-start",
+        "update-container",
+        "post-update",
+        "create-container",
+        "stop-container",
+        "remove-container",
+        "stop-pod",
+        "remove-pod",
+        "reconfigure",
+        "reconfigure",
+    ]
+    assert calls[0] == InboundCall("synchronize", pods=(pod,), containers=())
+    assert calls[2] == InboundCall("create-container", pod, a)
+    assert calls[6] == InboundCall("update-container", pod, a, resized)
+    assert calls[8].container is b and calls[8].failure == "no room"
+    assert [c.failure for c in calls[:8]] == [None] * 8
+    assert calls[13] == InboundCall("reconfigure", config=FakeConfig("recording", "0-3"))
+    assert calls[14].failure == "not that"
+    assert heard.threads == {threading.get_ident()}  # on the caller's path, under the lock
+
+
+def test_saved_snapshots_are_the_stores_and_follow_their_call() -> None:
+    heard = Heard()
+    store = InMemoryStateStore()
+    rig = make_rig(store=store, observer=heard)
+    pod = make_pod()
+    rig.manager.run_pod(pod)
+    kinds = [kind for kind, _ in heard.events]
+    # the start saves before it reports; a call's save comes before the call is reported
+    assert kinds == ["saved", "started", "saved", "handled"]
+    snapshot = heard.events[2][1]
+    store.flush()
+    assert dict(snapshot) == dict(store.load() or {})
+    assert [p["id"] for p in snapshot["pods"]] == [pod.id]
+
+
+def test_the_start_reports_the_restored_state() -> None:
+    store = InMemoryStateStore()
+    first = make_rig(store=store)
+    pod = make_pod()
+    first.manager.run_pod(pod)
+    store.flush()
+    saved = store.load()
+    heard = Heard()
+    make_rig(store=InMemoryStateStore(saved), observer=heard)
+    started = [value for kind, value in heard.events if kind == "started"]
+    assert started == [(FakeConfig("recording"), saved)]
+
+
+def test_calls_refused_before_the_start_are_not_reported() -> None:
+    heard = Heard()
+    rig = make_rig(start=False, observer=heard)
+    with pytest.raises(NotStartedError):
+        rig.manager.run_pod(make_pod())
+    assert heard.events == []
