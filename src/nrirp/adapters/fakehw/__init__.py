@@ -10,6 +10,7 @@ from nrirp.adapters.fakehw.catalogue import (
 from nrirp.adapters.fakehw.discovery import FakeHardwareDiscovery
 from nrirp.adapters.fakehw.errors import MachineSpecError
 from nrirp.adapters.fakehw.expected import machine_of
+from nrirp.adapters.fakehw.from_machine import spec_of_machine
 from nrirp.adapters.fakehw.hints import FakeTopologyHints, device_hints
 from nrirp.adapters.fakehw.layout import Layout, resolve
 from nrirp.adapters.fakehw.loading import (
@@ -46,6 +47,7 @@ __all__ = [
     "spec_from_data",
     "spec_from_file",
     "spec_from_yaml",
+    "spec_of_machine",
     "spec_to_data",
     "write_procfs",
     "write_sysfs",

@@ -43,6 +43,11 @@ def check_cache_levels(spec: MachineSpec, cpus: list[CpuLayout], problems: Probl
                 )
             if level.instances:
                 problems.add(f"{path}.cores_per_instance", "give either this or 'instances'")
+        given = [inst.id for inst in level.instances if inst.id is not None]
+        if given and len(given) != len(level.instances):
+            problems.add(f"{path}.instances", "give an id to every instance or to none")
+        if len(set(given)) != len(given) or any(i < 0 for i in given):
+            problems.add(f"{path}.instances", f"ids must be distinct and >= 0, got {given}")
         taken = CPUSet()
         for i, instance in enumerate(level.instances):
             ipath = f"{path}.instances[{i}]"
@@ -72,20 +77,21 @@ def cache_layout(spec: MachineSpec, cpus: list[CpuLayout]) -> list[CacheLayout]:
     out = []
     by_id = {c.id: c for c in cpus}
     for level in spec.caches:
-        groups: list[tuple[list[CpuLayout], int | None]]
+        groups: list[tuple[list[CpuLayout], int | None, int | None]]
         if level.instances:
             groups = [
-                ([by_id[i] for i in inst.cpus], inst.size or level.size) for inst in level.instances
+                ([by_id[i] for i in inst.cpus], inst.size or level.size, inst.id)
+                for inst in level.instances
             ]
         else:
-            groups = [(members, _size(level, members)) for members in _domains(level, cpus)]
+            groups = [(members, _size(level, members), None) for members in _domains(level, cpus)]
         groups.sort(key=lambda group: group[0][0].id)
-        for cache_id, (members, size) in enumerate(groups):
+        for index, (members, size, given_id) in enumerate(groups):
             out.append(
                 CacheLayout(
                     level=level.level,
                     type=level.type,
-                    id=cache_id,
+                    id=index if given_id is None else given_id,
                     cpus=CPUSet.from_ids(c.id for c in members),
                     size_bytes=size,
                 )

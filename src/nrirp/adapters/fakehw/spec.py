@@ -51,6 +51,7 @@ class CacheInstanceSpec:
 
     cpus: CPUSet
     size: ByteSize | None = None  # default: the level's ``size``
+    id: int | None = None  # the cache's sysfs id; default: numbered in order of the first CPU
 
 
 @attrs.frozen
