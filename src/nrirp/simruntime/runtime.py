@@ -35,6 +35,7 @@ from nrirp.simruntime.errors import (
     OperationFailed,
     Unsupported,
 )
+from nrirp.simruntime.given import container_record, pod_record
 from nrirp.simruntime.journal import Journal, PluginEventKind
 from nrirp.simruntime.kubelet import linux_resources
 from nrirp.simruntime.model import (
@@ -428,6 +429,14 @@ class SimRuntime:
             node=self._node,
             host_network=pod.spec.host_network,
         )
+        record = await self._create_message_locked(pod, ctr, spec, attempt)
+        self._container_attempts[key] = attempt + 1
+        return record
+
+    async def _create_message_locked(
+        self, pod: PodRecord, ctr: api_pb2.Container, spec: ContainerSpec, attempt: int
+    ) -> ContainerRecord:
+        cid = ctr.id
         pristine = _copy_container(ctr)
         try:
             merge = await self._dispatch.create_container(pod.pb, ctr, pristine)
@@ -438,7 +447,6 @@ class SimRuntime:
             self._record("CreateContainer", cid, exc)
             await self._undo_create(pod, pristine)
             raise
-        self._container_attempts[key] = attempt + 1
         ctr.state = api_pb2.CONTAINER_CREATED
         record = ContainerRecord(ctr, spec, attempt, merge.adjustment)
         self._model.add_container(pod, record)
@@ -541,6 +549,75 @@ class SimRuntime:
         error = await self._dispatch.notify(api_pb2.REMOVE_CONTAINER, pod.pb, record.pb)
         self._model.drop_container(record)
         self._record("RemoveContainer", record.id, error)
+
+    # ------------------------------------------------------------------ given messages
+
+    async def adopt(
+        self, pods: Sequence[api_pb2.PodSandbox], containers: Sequence[api_pb2.Container]
+    ) -> None:
+        """Make the runtime run exactly ``pods`` and ``containers``, telling no plugin: how
+        things are when plugins connect (or reconnect: their Synchronize reports them), e.g.
+        what a recording's Synchronize held. Pods and containers the runtime has that are not
+        listed are forgotten; listed ones it has stay as they are (with every adjustment and
+        update since); the others are taken as given (copied). May be called before
+        :meth:`start`. Raises :class:`InvalidRequest` (nothing changed) for a container of a
+        pod that is not listed, or a pod or container without an id."""
+        async with self._lock:
+            wanted = {p.id: p for p in pods}
+            new_pods = {p.id: pod_record(p) for p in pods if p.id not in self._model.pods}
+            new_containers = []
+            for pb in containers:
+                if pb.pod_sandbox_id not in wanted:
+                    raise InvalidRequest(
+                        f"container {pb.id!r} is in pod sandbox {pb.pod_sandbox_id!r}, "
+                        "which is not listed"
+                    )
+                if pb.id not in self._model.containers:
+                    new_containers.append(container_record(pb))
+            listed = {c.id for c in containers}
+            for record in list(self._model.containers.values()):
+                if record.id not in listed:
+                    self._model.drop_container(record)
+            for pod_id in list(self._model.pods):
+                if pod_id not in wanted:
+                    del self._model.pods[pod_id]
+            self._model.pods.update(new_pods)
+            for record in new_containers:
+                self._model.add_container(self._model.pod(record.pb.pod_sandbox_id), record)
+
+    async def run_pod_sandbox_message(self, pb: api_pb2.PodSandbox) -> PodSandboxStatus:
+        """RunPodSandbox of exactly this NRI pod (ids and all, e.g. a recording's); fails like
+        :meth:`run_pod_sandbox`, or with :class:`InvalidState` if its id is taken."""
+        self._check_running()
+        async with self._lock:
+            if pb.id in self._model.pods:
+                raise InvalidState(f"pod sandbox {pb.id!r} already exists")
+            record = pod_record(pb)
+            error = await self._dispatch.notify(api_pb2.RUN_POD_SANDBOX, record.pb)
+            if error is not None:
+                self._record("RunPodSandbox", pb.id, error)
+                raise error
+            self._model.pods[pb.id] = record
+            self._record("RunPodSandbox", pb.id)
+            return PodSandboxStatus.of(record)
+
+    async def create_container_message(self, pb: api_pb2.Container) -> ContainerStatus:
+        """CreateContainer of exactly this NRI container (ids, resources and all, e.g. a
+        recording's) in the pod its ``pod_sandbox_id`` names; plugins adjust it as in
+        :meth:`create_container`, which it fails like (or with :class:`InvalidState` if the
+        id is taken)."""
+        self._check_running()
+        async with self._lock:
+            pod = self._model.pod(pb.pod_sandbox_id)
+            if pod.state is not PodState.READY:
+                raise InvalidState(f"pod sandbox {pod.id!r} is not ready")
+            if pb.id in self._model.containers:
+                raise InvalidState(f"container {pb.id!r} already exists")
+            given = container_record(pb)
+            given.pb.state = api_pb2.CONTAINER_UNKNOWN
+            created = await self._create_message_locked(pod, given.pb, given.spec, 0)
+        await self._notify_later(api_pb2.POST_CREATE_CONTAINER, pod.id, created.id)
+        return self._status_if_present(created)
 
     # ------------------------------------------------------------------ whole pods
 
