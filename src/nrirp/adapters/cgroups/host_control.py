@@ -56,6 +56,25 @@ class CgroupfsHostControl:
     def forget(self, target: HostTarget) -> None:
         """Nothing is tracked per container (the runtime removes the cgroup)."""
 
+    def tasks(self, target: HostTarget) -> list[int]:
+        """The processes in the container's cgroup (``cgroup.procs``; on v1, of the ``cpu``
+        hierarchy, else the first one mounted). Raises :class:`HostControlError` when the
+        cgroup cannot be found or read."""
+        layout = self.layout
+        if layout.version is CgroupVersion.V2:
+            directory = self._container_dir(layout.root, target, None)
+        else:
+            controller = "cpu" if "cpu" in layout.controllers else min(layout.controllers)
+            hierarchy = layout.controller_dir(controller)
+            assert hierarchy is not None
+            directory = self._container_dir(hierarchy, target, controller)
+        path = os.path.join(directory, "cgroup.procs")
+        try:
+            with open(path, encoding="ascii") as f:
+                return [int(line) for line in f if line.strip()]
+        except (OSError, ValueError) as exc:
+            raise HostControlError(f"cannot read {path}: {exc}") from None
+
     def _set(self, target: HostTarget, name: str, value: str) -> None:
         if not _SETTING_NAME.fullmatch(name):
             raise HostControlError(f"invalid cgroup setting name {name!r}")

@@ -10,15 +10,17 @@ from nrirp.domain.control.controller import (
     invoke,
 )
 from nrirp.domain.control.host import HostController
-from nrirp.domain.control.runtime import RuntimeController
+from nrirp.domain.control.runtime import ALL_FEATURES, RuntimeController, RuntimeFeatures
 
 __all__ = [
+    "ALL_FEATURES",
     "ControlContext",
     "Controller",
     "ControllerRegistry",
     "Hook",
     "HostController",
     "RuntimeController",
+    "RuntimeFeatures",
     "enforce",
     "invoke",
 ]

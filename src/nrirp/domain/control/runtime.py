@@ -2,17 +2,54 @@
 
 from __future__ import annotations
 
+import attrs
+
 from nrirp.domain.control.controller import ControlContext
-from nrirp.domain.model import RUNTIME_CONTROLLER, Adjustment, Container, PendingChanges, Update
+from nrirp.domain.model import (
+    RUNTIME_CONTROLLER,
+    Adjustment,
+    Container,
+    HostChange,
+    PendingChanges,
+    Update,
+)
+
+
+@attrs.frozen
+class RuntimeFeatures:
+    """What the runtime applies from a creation adjustment besides resources: the scheduling
+    class and the I/O priority (NRI >= 0.11 and containerd >= 2.2.1). What it cannot carry
+    goes to the host controller, which applies it to the container's tasks once they run."""
+
+    scheduling: bool = True
+    io_priority: bool = True
+
+
+ALL_FEATURES = RuntimeFeatures()
 
 
 class RuntimeController:
-    """Delivers what the runtime can carry (NRI ContainerAdjustment / ContainerUpdate)."""
+    """Delivers what the runtime can carry (NRI ContainerAdjustment / ContainerUpdate);
+    ``features`` says what of a creation's scheduling class it carries (the NRI adapter sets
+    it when the runtime connects)."""
 
     name = RUNTIME_CONTROLLER
 
+    def __init__(self, features: RuntimeFeatures = ALL_FEATURES) -> None:
+        self.features = features
+
     def pre_create(self, ctx: ControlContext, container: Container) -> bool:
         pending = container.pending
+        scheduling, io = pending.scheduling, pending.io_priority
+        features = self.features
+        host = HostChange(
+            scheduling=None if features.scheduling else scheduling,
+            io_priority=None if features.io_priority else io,
+        )
+        if not host.is_empty():
+            ctx.cache.set_host_change(container.id, host)  # after the container starts
+            scheduling = scheduling if features.scheduling else None
+            io = io if features.io_priority else None
         ctx.set_adjustment(
             Adjustment(
                 container_id=container.id,
@@ -20,8 +57,8 @@ class RuntimeController:
                 annotations=pending.annotations,
                 env=pending.env,
                 mounts=pending.mounts,
-                scheduling=pending.scheduling,
-                io_priority=pending.io_priority,
+                scheduling=scheduling,
+                io_priority=io,
             )
         )
         return True

@@ -35,9 +35,13 @@ from nrirp.domain.control import (
     Hook,
     HostController,
     RuntimeController,
+    RuntimeFeatures,
     enforce,
 )
+from nrirp.domain.hostcontrol.enforcer import HostEnforcer
+from nrirp.domain.hostcontrol.exports import EXPORT_ANNOTATION, TAG_EXPORT, export_mount
 from nrirp.domain.model import (
+    RUNTIME_CONTROLLER,
     Adjustment,
     Container,
     ContainerState,
@@ -72,12 +76,16 @@ from nrirp.domain.policy import (
     UpdatesFailed,
 )
 from nrirp.domain.ports.clock import Clock, StoppedClock
+from nrirp.domain.ports.cpu_power import CPUPowerControl
 from nrirp.domain.ports.decisions import DecisionLog, Notice, NullDecisionLog, Severity
 from nrirp.domain.ports.documents import AnnotationParser, label
-from nrirp.domain.ports.host_control import HostControl
+from nrirp.domain.ports.host_control import HostControl, HostControlError
 from nrirp.domain.ports.inbound import InboundCall, InboundObserver
+from nrirp.domain.ports.interrupts import InterruptControl
 from nrirp.domain.ports.kubernetes import Kubernetes
 from nrirp.domain.ports.metrics import Metrics
+from nrirp.domain.ports.resctrl import ResctrlControl
+from nrirp.domain.ports.resource_export import ResourceExport
 from nrirp.domain.ports.runtime_updates import RuntimeUpdates
 from nrirp.domain.ports.state_store import StateStore
 from nrirp.domain.ports.timers import Timers
@@ -113,6 +121,10 @@ class ResourceManager:
         annotation_parser: AnnotationParser | None = None,
         kubernetes: Kubernetes | None = None,
         observer: InboundObserver | None = None,
+        cpu_power: CPUPowerControl | None = None,
+        interrupts: InterruptControl | None = None,
+        resctrl: ResctrlControl | None = None,
+        resource_export: ResourceExport | None = None,
     ) -> None:
         self._policy = policy
         self._observer = observer
@@ -127,6 +139,15 @@ class ResourceManager:
                 default.append(HostController(host))
             controllers = default
         self._controllers = ControllerRegistry(controllers)
+        self.host = HostEnforcer(
+            notify=self._host_notice,
+            power=cpu_power,
+            interrupts=interrupts,
+            resctrl=resctrl,
+            export=resource_export,
+        )
+        """Host-wide enforcement: CPU classes, interrupts, resctrl, ``resources.sh``."""
+        self._changed = False
         self.cache = Cache()
         """The cache (read it only through the query methods or from policy calls)."""
         self._memory_capacity = sum(n.memory_bytes for n in machine.nodes.values())
@@ -151,6 +172,7 @@ class ResourceManager:
             save=self._persistence.save if kubernetes is None else self._save_and_signal,
             submit=self._submit,
             annotation_problems=lambda: self._ctx.take_annotation_problems(),
+            after_commit=self._after_commit,
         )
         self._ctx = PolicyContext(
             cache=self.cache,
@@ -162,6 +184,7 @@ class ResourceManager:
             hints=hints,
             timers=timers,
             annotation_parser=annotation_parser,
+            class_support=self.host.class_support,
         )
 
     # ================================================================== properties
@@ -191,6 +214,7 @@ class ResourceManager:
             saved = self._persistence.read()
             if config is None:
                 config = saved.config
+            self.host.start(self._machine, self._policy)
             try:
                 with self._work.begin("start") as work:  # a refused start undoes the restore
                     self._persistence.restore(saved)
@@ -199,6 +223,7 @@ class ResourceManager:
                     self._reallocate_survivors = saved.outcome.policy_changed
                     work.send_after_commit(self._enforce("start").updates)
                     self._started = True
+                    self.host.configured(config, self.cache)
                     work.commit()
             except OperationFailedError as failed:
                 self._reallocate_survivors = False
@@ -270,6 +295,7 @@ class ResourceManager:
                 memory_capacity=self._memory_capacity,
             )
             self._policy.allocate(admitted)
+            self._export_if_asked(admitted)
             control = self._enforce("create-container", container.id, Hook.PRE_CREATE)
             work.commit()
         adjustment = control.adjustment or Adjustment(container.id)
@@ -367,6 +393,7 @@ class ResourceManager:
                 with self._work.begin("reconfigure") as work:
                     self._policy.reconfigure(config)
                     self.cache.set_config(config)
+                    self.host.configured(config, self.cache)
                     updates = self._enforce("reconfigure").updates
                     work.send_after_commit(updates)
                     work.commit()
@@ -376,6 +403,20 @@ class ResourceManager:
             self._heard(InboundCall("reconfigure", config=config))
             self._drain_events()
             return ReconfigureOutcome(True, updates=len(updates))
+
+    def set_runtime_features(self, features: RuntimeFeatures) -> None:
+        """What the connected runtime carries in a creation adjustment (the NRI adapter says
+        so when the runtime configures it); what it does not goes to the host controller."""
+        with self._serialized("runtime-features"):
+            runtime = self._controllers.get(RUNTIME_CONTROLLER)
+            if isinstance(runtime, RuntimeController):
+                runtime.features = features
+
+    def shutdown(self) -> None:
+        """Put back what was changed on the host (CPU classes, interrupt affinities, resctrl
+        groups); containers keep what they have. Safe to call more than once."""
+        with self._serialized("shutdown"):
+            self.host.close()
 
     # ================================================================== events
     def inject_event(self, event: PolicyEvent) -> None:
@@ -539,11 +580,42 @@ class ResourceManager:
             changed = ctr.pending.resources
             if (changed.cpus is not None or changed.mems is not None) and ctr.id not in decided:
                 work.record_decision(ctr, operation, True)
+        if pending:
+            self._changed = True
         ctx = ControlContext(operation, self.cache)
         enforce(self._controllers, ctx, subject, hook, pending)
         for notice in ctx.notices:
             self._log.notice(notice)
         return ctx
+
+    def _after_commit(self) -> None:
+        """Host-wide enforcement once an operation's changes are kept."""
+        changed, self._changed = self._changed, False
+        self.host.after_commit(self.cache, changed)
+
+    def _export_if_asked(self, container: Container) -> None:
+        """Mount ``resources.sh`` into a container whose annotations ask for it."""
+        reader = self.cache.annotations(container)
+        if not reader.get_bool(EXPORT_ANNOTATION, False):
+            return
+        try:
+            location = self.host.start_export(container.id)
+        except HostControlError as exc:
+            self._notify(f"resources.sh not exported: {exc}", Severity.WARNING, container.id)
+            return
+        if location is None:
+            self._notify(
+                f"resources.sh not exported: policy {self._policy.name} exports no "
+                "allocation, or this environment keeps no export files",
+                Severity.INFO,
+                container.id,
+            )
+            return
+        self.cache.add_creation_extras(container.id, mounts=(export_mount(location),))
+        self.cache.set_tags(container.id, **{TAG_EXPORT: "1"})
+
+    def _host_notice(self, message: str, severity: Severity) -> None:
+        self._log.notice(Notice("host", message, severity))
 
     def _submit(self, updates: Sequence[Update]) -> None:
         """Hand updates to the runtime (after the operation that made them committed)."""

@@ -96,7 +96,8 @@ class UnitOfWork:
 
     ``save`` persists the cache (called once per commit), ``submit`` hands updates to the
     runtime (called after everything else, only with updates), ``annotation_problems`` returns
-    and forgets the annotation problems noted since its last call.
+    and forgets the annotation problems noted since its last call, ``after_commit`` (optional)
+    runs last (host-wide enforcement).
     """
 
     def __init__(
@@ -109,6 +110,7 @@ class UnitOfWork:
         save: Callable[[], None],
         submit: Callable[[list[Update]], None],
         annotation_problems: Callable[[], Sequence[tuple[str, object]]],
+        after_commit: Callable[[], None] | None = None,
     ) -> None:
         self._cache = cache
         self._clock = clock
@@ -118,6 +120,7 @@ class UnitOfWork:
         self._save = save
         self._submit = submit
         self._annotation_problems = annotation_problems
+        self._after_commit = after_commit
         self.operation = ""
         """The operation running (or the last one): what decisions are recorded under."""
         self._subject = ""
@@ -176,6 +179,8 @@ class UnitOfWork:
             )
         if outbox:
             self._submit(outbox)
+        if self._after_commit is not None:
+            self._after_commit()
 
     def end(self, exc: BaseException | None) -> None:
         """Close the unit: nothing more after a commit; otherwise roll the cache back to the

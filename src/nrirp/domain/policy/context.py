@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from nrirp.domain.cache import Cache
+from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import AnnotationProblem, AnnotationReader, Container, Device, Mount
 from nrirp.domain.policy.events import PolicyEvent
 from nrirp.domain.ports.clock import Clock
@@ -51,6 +52,7 @@ class PolicyContext:
         hints: TopologyHintSource | None = None,
         timers: Timers | None = None,
         annotation_parser: AnnotationParser | None = None,
+        class_support: Callable[[str], CPUSet | None] | None = None,
     ) -> None:
         self._cache = cache
         self._machine = machine
@@ -66,6 +68,12 @@ class PolicyContext:
             str, tuple[tuple[Mount, ...], tuple[Device, ...], Mapping[str, TopologyHint]]
         ] = {}
         self._hint_cache_limit = _HINT_CACHE_PRUNE_AT
+        self._class_support = class_support
+
+    def cpu_class_support(self, name: str) -> CPUSet | None:
+        """The CPUs on which every setting of CPU class ``name`` takes effect on this host;
+        ``None`` when that is not known (no CPU power control: every CPU is as good)."""
+        return None if self._class_support is None else self._class_support(name)
 
     @property
     def cache(self) -> Cache:

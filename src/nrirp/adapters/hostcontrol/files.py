@@ -1,0 +1,117 @@
+"""Reading and writing host control files, remembering what was there to put it back."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from nrirp.domain.ports.host_control import HostControlError
+
+
+def read_text(path: str) -> str | None:
+    """The file's content without surrounding whitespace, ``None`` if it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def read_int(path: str) -> int | None:
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def unwritable(path: str) -> str | None:
+    """Why ``path`` cannot be written (missing, read-only attribute, read-only mount), or
+    ``None``. A sysfs attribute without a store method has no write bits (root or not), so
+    the mode says what root's ``access()`` would not."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return f"missing: {path}"
+    except OSError as exc:
+        return f"cannot stat {path}: {exc.strerror}"
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        return f"read-only: {path}"
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return f"read-only file system: {path}"
+    except OSError:
+        pass
+    if not os.access(path, os.W_OK):
+        return f"not writable: {path}"
+    return None
+
+
+def write_text(path: str, value: str) -> None:
+    """Write ``value`` to an existing file (as sysfs and procfs take it: one write)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    except FileNotFoundError:
+        raise HostControlError(f"{path} does not exist") from None
+    except OSError as exc:
+        raise HostControlError(f"cannot open {path}: {exc.strerror}") from None
+    try:
+        os.write(fd, value.encode())
+    except OSError as exc:
+        raise HostControlError(f"cannot write {value!r} to {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+class TrackedFiles:
+    """Files written on the host, each with the value it had before the first write.
+
+    :meth:`set` writes only when the value differs from what is there (as last written or
+    found); :meth:`reset` writes the original back; :meth:`restore` resets every file."""
+
+    def __init__(self) -> None:
+        self.originals: dict[str, str] = {}
+        self.current: dict[str, str] = {}
+
+    def set(self, path: str, value: str) -> None:
+        if path not in self.originals:
+            found = read_text(path)
+            if found is None:
+                raise HostControlError(f"cannot read {path}")
+            self.originals[path] = found
+            self.current[path] = found
+        if self.current[path] == value:
+            return
+        write_text(path, value)
+        self.current[path] = value
+
+    def original(self, path: str) -> str | None:
+        return self.originals.get(path)
+
+    def reset(self, path: str) -> None:
+        original = self.originals.get(path)
+        if original is None:
+            return
+        if self.current.get(path) != original:
+            write_text(path, original)
+            self.current[path] = original
+
+    def paths(self) -> list[str]:
+        return list(self.originals)
+
+    def restore(self) -> list[str]:
+        """Every original back; returns the failures (one line each)."""
+        problems = []
+        for path in self.paths():
+            try:
+                self.reset(path)
+            except HostControlError as exc:
+                problems.append(str(exc))
+        return problems
+
+
+def raise_problems(what: str, problems: list[str]) -> None:
+    if problems:
+        raise HostControlError(f"{what}: " + "; ".join(problems))
