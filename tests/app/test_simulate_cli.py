@@ -140,6 +140,7 @@ def test_json_document_schema(capsys: pytest.CaptureFixture[str]) -> None:
         "balloons",
         "pools",
         "checks",
+        "state_shown",
     ]
     assert step["balloons"] == [] and step["pools"] == []  # the policy has neither
     assert step["checks"] == []  # the step has no expect checks

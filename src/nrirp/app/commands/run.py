@@ -27,6 +27,7 @@ from nrirp.app.commands.common.parsing import (
     add_log_level_argument,
     add_policy_argument,
 )
+from nrirp.app.commands.common.recording import add_record_arguments
 
 if TYPE_CHECKING:
     from nrirp.adapters.storage import FileStateStore
@@ -126,6 +127,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "instrumentation.httpEndpoint, when set, takes over (default: only that)",
     )
     add_agent_arguments(parser)
+    add_record_arguments(parser)
     add_log_level_argument(parser, "info", "level of the daemon's log, on stderr")
     parser.add_argument(
         "--log-format", default="text", choices=["text", "json"], help="(default: %(default)s)"
@@ -217,6 +219,12 @@ def _run(args: argparse.Namespace) -> int:
         machine.online,
         len(machine.nodes),
     )
+    from nrirp.app.daemon.recording import start_recording
+
+    problem = start_recording(container, args, machine)  # before the manager: it observes it
+    if problem is not None:
+        log.error("%s", problem)
+        return EXIT_CONFIG
     manager = core.resource_manager()
     follow_pod_resources(container.adapters.container.topology_hints(), manager)
     store = _state_file(container)
@@ -228,6 +236,12 @@ def _run(args: argparse.Namespace) -> int:
     except StateStoreError as exc:
         log.error("%s", exc)
         return EXIT_STATE
+    from nrirp.app.daemon.recording import open_recording
+
+    problem = open_recording(container)
+    if problem is not None:
+        log.error("%s", problem)
+        return EXIT_CONFIG
     try:
         outcome = manager.start(config)
     except StateRestoreError as exc:
@@ -394,6 +408,9 @@ class Daemon:
         close_timers = getattr(self.container.adapters.container.timers(), "close", None)
         if callable(close_timers):  # no policy timer may fire after the final save
             close_timers()
+        from nrirp.app.daemon.recording import stop_recording
+
+        stop_recording(self.container)
         store = _state_file(self.container)
         try:
             store.close()

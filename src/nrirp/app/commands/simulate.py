@@ -14,11 +14,7 @@ import sys
 from typing import Any
 
 from nrirp.app.commands.common.hardware_source import add_hardware_arguments
-from nrirp.app.commands.common.parsing import (
-    add_command_parser,
-    add_log_level_argument,
-    add_policy_argument,
-)
+from nrirp.app.commands.common.parsing import add_command_parser, add_log_level_argument
 
 HELP = "replay a workload through a policy on real or fake hardware and show the results"
 
@@ -29,9 +25,10 @@ EXIT_HARDWARE = 3
 EXIT_START = 4
 EXIT_INTERNAL = 5
 EXIT_CODES = {
-    EXIT_OK: "every step went as expected",
+    EXIT_OK: "every step went as expected (with --compare: nothing would move)",
     EXIT_STEPS: "the replay ran, but some steps did not go as expected: one failed "
-    "unexpectedly or an expect check did not hold (see the output)",
+    "unexpectedly or an expect check did not hold (see the output); with --compare: some "
+    "container would move or some step would go otherwise",
     EXIT_INPUT: "bad command line, unknown policy, policy module, workload or config file",
     EXIT_HARDWARE: "hardware discovery failed or the machine is unknown",
     EXIT_START: "the policy refused to start with its configuration",
@@ -44,14 +41,30 @@ log = logging.getLogger("nrirp.simulate")
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser = add_command_parser(subparsers, "simulate", HELP, "docs/simulator.md", EXIT_CODES)
     add_hardware_arguments(parser)
-    add_policy_argument(parser)
+    parser.add_argument(
+        "--policy",
+        metavar="NAME",
+        help="policy to run (required, unless the workload is a recording: then its policy)",
+    )
     parser.add_argument(
         "--config",
         "--config-file",
         dest="config",
         metavar="FILE",
-        help="policy configuration (YAML/JSON spec or custom resource); default: the "
-        "policy's defaults",
+        help="policy configuration (YAML/JSON spec or custom resource); default: a "
+        "recording's own, else the policy's defaults. Given for a recording, the recorded "
+        "reconfigurations are skipped",
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="OLD.yaml",
+        help="replay twice, with this configuration and with --config's (or a recording's "
+        "own), and print what would move, container by container",
+    )
+    parser.add_argument(
+        "--every-step",
+        action="store_true",
+        help="for a recording: show the state after every step, not only after the last",
     )
     parser.add_argument(
         "--workload", required=True, metavar="FILE", help="the workload to replay (YAML)"
@@ -104,74 +117,173 @@ def _fail(code: int, message: str) -> int:
     return code
 
 
+class _Exit(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def _run(args: argparse.Namespace) -> int:
-    import asyncio
+    try:
+        return _simulate(args)
+    except _Exit as exit_:
+        return _fail(exit_.code, str(exit_))
+
+
+def _simulate(args: argparse.Namespace) -> int:
     import json
 
-    from nrirp.adapters.fakehw import MachineSpecError, UnknownMachineError
-    from nrirp.adapters.system import ConfigFileError
-    from nrirp.app.commands.common.hardware_source import hardware_from_args
-    from nrirp.app.composition import PolicyModuleError
-    from nrirp.app.simulator import (
-        WorkloadError,
-        build_simulator,
-        load_workload,
-        replay,
-        replay_document,
-        replay_result,
-        replay_table,
-    )
-    from nrirp.domain.config import ConfigError
-    from nrirp.domain.pipeline import OperationFailedError
-    from nrirp.domain.policy import UnknownPolicyError
-    from nrirp.domain.ports.hardware import HardwareDiscoveryError
-    from nrirp.simruntime import SimRuntimeError
+    from nrirp.app.simulator.from_recording import ending
 
-    try:
-        workload = load_workload(args.workload)
-    except OSError as exc:
-        return _fail(EXIT_INPUT, f"cannot read workload {args.workload}: {exc.strerror or exc}")
-    except WorkloadError as exc:
-        return _fail(EXIT_INPUT, str(exc))
-    try:
-        hardware, source = hardware_from_args(args)
-    except (MachineSpecError, UnknownMachineError) as exc:
-        return _fail(EXIT_HARDWARE, str(exc))
-    try:
-        container = build_simulator(
-            args.policy,
-            hardware=hardware,
-            config_file=args.config,
-            policy_modules=args.policy_module,
-            nri_version=args.nri_version,
-        )
-        container.core.policy()
-        config = container.core.policy_config()
-        container.runtime()
-    except (UnknownPolicyError, PolicyModuleError, ConfigFileError) as exc:
-        return _fail(EXIT_INPUT, str(exc))
-    except ConfigError as exc:
-        return _fail(EXIT_INPUT, f"configuration {args.config}: {exc}")
-    except SimRuntimeError as exc:
-        return _fail(EXIT_INPUT, str(exc))
-    except HardwareDiscoveryError as exc:
-        return _fail(EXIT_HARDWARE, f"hardware discovery failed: {exc}")
-    try:
-        container.core.resource_manager().start(config)
-    except OperationFailedError as exc:
-        return _fail(EXIT_START, f"policy {args.policy} refused to start: {exc.reason}")
-    steps = asyncio.run(replay(container, workload))
-    result = replay_result(container, workload, steps, hardware=source, config_file=args.config)
+    workload = _workload(args.workload)
+    recording = workload.recording
+    policy = args.policy or (recording.policy if recording is not None else None)
+    if not policy:
+        raise _Exit(EXIT_INPUT, "--policy is required (unless the workload is a recording)")
+    hardware, source = _hardware(args, workload)
+    if recording is not None:
+        end = ending(args.workload)
+        if end:
+            print(f"nrirp simulate: note: {args.workload}: {end}", file=sys.stderr)
+    if args.compare:
+        from nrirp.app.simulator.compare import compare, comparison_document, comparison_table
+
+        old = _replay(args, workload, policy, hardware, source, args.compare)
+        new = _replay(args, workload, policy, hardware, source, args.config)
+        comparison = compare(old, new)
+        if args.json:
+            print(json.dumps(comparison_document(comparison), indent=2))
+        else:
+            print(comparison_table(comparison))
+        return EXIT_STEPS if comparison.differs else EXIT_OK
+    result = _replay(args, workload, policy, hardware, source, args.config)
+    from nrirp.app.simulator import replay_document, replay_table
+
     if args.json:
         print(json.dumps(replay_document(result), indent=2))
     else:
         print(replay_table(result))
     if args.svg or args.html:
         try:
-            _draw(args, result, container.core.machine())
+            _draw(args, result, hardware.discover())
         except OSError as exc:
             return _fail(EXIT_INPUT, f"cannot write the pictures: {exc}")
     return EXIT_STEPS if result.unexpected else EXIT_OK
+
+
+def _workload(path: str) -> Any:
+    import re
+
+    from nrirp.app.simulator import WorkloadError, load_workload
+    from nrirp.app.simulator.from_recording import damage_hint, is_recording
+
+    try:
+        return load_workload(path)
+    except OSError as exc:
+        raise _Exit(EXIT_INPUT, f"cannot read workload {path}: {exc.strerror or exc}") from None
+    except WorkloadError as exc:
+        message = str(exc)
+        if is_recording(path):
+            found = re.search(r"<document>: invalid YAML at line (\d+)", message)
+            hint = damage_hint(path, int(found.group(1)) if found else None)
+            message += f"\n{hint}" if found else ""
+        raise _Exit(EXIT_INPUT, message) from None
+
+
+def _hardware(args: argparse.Namespace, workload: Any) -> tuple[Any, str]:
+    """The hardware: ``--machine``/``--sysfs-root``, a recording given as ``--machine``, else
+    a recording's own machine, else this machine."""
+    from nrirp.adapters.fakehw import MachineSpecError, UnknownMachineError
+    from nrirp.app.commands.common.hardware_source import hardware_from_args
+    from nrirp.app.simulator.from_recording import is_recording, recorded_machine
+
+    overrides = dict(args.memory_type)
+    try:
+        if args.machine and is_recording(args.machine):
+            recording = _workload(args.machine).recording
+            if recording is None:
+                raise _Exit(EXIT_INPUT, f"{args.machine}: not a recording (no 'recording' key)")
+            machine = recorded_machine(recording, args.machine, overrides)
+            return machine, f"the machine recorded in {args.machine}"
+        if workload.recording is not None and not args.machine and not args.sysfs_root:
+            machine = recorded_machine(workload.recording, args.workload, overrides)
+            return machine, "the recorded machine"
+        discovery: tuple[Any, str] = hardware_from_args(args)
+        return discovery
+    except (MachineSpecError, UnknownMachineError) as exc:
+        raise _Exit(EXIT_HARDWARE, str(exc)) from None
+
+
+def _replay(
+    args: argparse.Namespace,
+    workload: Any,
+    policy: str,
+    hardware: Any,
+    source: str,
+    config_file: str | None,
+) -> Any:
+    """One replay of ``workload`` with ``config_file`` (``None``: a recording's own, else
+    the defaults); raises :class:`_Exit` when it cannot run."""
+    import asyncio
+
+    from nrirp.adapters.system import ConfigFileError
+    from nrirp.app.composition import PolicyModuleError
+    from nrirp.app.simulator import build_simulator, replay, replay_result
+    from nrirp.app.simulator.from_recording import use_recording_state
+    from nrirp.app.simulator.recorded import RecordedStepFailed
+    from nrirp.domain.config import ConfigError
+    from nrirp.domain.pipeline import OperationFailedError, StateRestoreError
+    from nrirp.domain.policy import UnknownPolicyError
+    from nrirp.domain.ports.hardware import HardwareDiscoveryError
+    from nrirp.simruntime import SimRuntimeError
+
+    recording = workload.recording
+    try:
+        container = build_simulator(
+            policy,
+            hardware=hardware,
+            config_file=config_file,
+            policy_modules=args.policy_module,
+            nri_version=args.nri_version,
+        )
+        container.core.policy()
+        if recording is not None:
+            try:
+                use_recording_state(container, recording, keep_config=config_file is None)
+            except ConfigError as exc:
+                raise _Exit(EXIT_INPUT, f"{args.workload}: recording.config: {exc}") from None
+        config = container.core.policy_config()
+        container.runtime()
+    except (UnknownPolicyError, PolicyModuleError, ConfigFileError) as exc:
+        raise _Exit(EXIT_INPUT, str(exc)) from None
+    except ConfigError as exc:
+        raise _Exit(EXIT_INPUT, f"configuration {config_file}: {exc}") from None
+    except SimRuntimeError as exc:
+        raise _Exit(EXIT_INPUT, str(exc)) from None
+    except HardwareDiscoveryError as exc:
+        raise _Exit(EXIT_HARDWARE, f"hardware discovery failed: {exc}") from None
+    try:
+        container.core.resource_manager().start(config)
+    except OperationFailedError as exc:
+        raise _Exit(EXIT_START, f"policy {policy} refused to start: {exc.reason}") from None
+    except StateRestoreError as exc:
+        raise _Exit(EXIT_INPUT, f"{args.workload}: recording.state: {exc}") from None
+    lean = recording is not None and not (args.every_step or args.svg or args.html)
+    try:
+        steps = asyncio.run(
+            replay(
+                container,
+                workload,
+                last_state_only=lean,
+                recorded_config=config_file is None,
+            )
+        )
+    except (SimRuntimeError, RecordedStepFailed) as exc:  # a recording whose start is refused
+        raise _Exit(EXIT_INPUT, f"{args.workload}: {exc}") from None
+    shown = config_file
+    if shown is None and recording is not None and recording.config is not None:
+        shown = "the recording's configuration"
+    return replay_result(container, workload, steps, hardware=source, config_file=shown)
 
 
 def _draw(args: argparse.Namespace, result: Any, machine: Any) -> None:

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from nrirp.adapters.recording.format import (
+    RecordedContainer,
+    RecordedPod,
+    Synchronize,
+    UpdateContainerResources,
+)
 from nrirp.app.simulator.workload import (
     ApplyConfig,
     ContainerResources,
@@ -73,7 +79,29 @@ def describe_step(step: Step) -> str:
         return f"event {action.kind} from {action.source}"
     if isinstance(action, Duration):
         return f"sleep {action}"
+    if isinstance(action, Synchronize):
+        return (
+            f"synchronize: the runtime runs {len(action.pods)} pods, "
+            f"{len(action.containers)} containers"
+        )
+    if isinstance(action, RecordedPod):
+        return f"run pod sandbox {step.subject}"
+    if isinstance(action, RecordedContainer):
+        return f"create container {step.subject}"
+    if isinstance(action, UpdateContainerResources):
+        return f"update container {step.subject} resources"
+    if step.kind in _RECORDED_VERBS:
+        return f"{_RECORDED_VERBS[step.kind]} {step.subject}"
     raise TypeError(f"unknown step action {action!r}")  # pragma: no cover
+
+
+_RECORDED_VERBS = {
+    "startContainer": "start container",
+    "stopContainer": "stop container",
+    "removeContainer": "remove container",
+    "stopPodSandbox": "stop pod sandbox",
+    "removePodSandbox": "remove pod sandbox",
+}
 
 
 def _resource(config: object) -> str:

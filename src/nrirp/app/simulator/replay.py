@@ -19,7 +19,9 @@ import attrs
 
 from nrirp.adapters.documents import load_policy_config
 from nrirp.adapters.memory import RecordingDecisionLog
+from nrirp.adapters.recording.format import Synchronize
 from nrirp.adapters.system import ConfigFileError, read_config_file
+from nrirp.app.simulator import recorded
 from nrirp.app.simulator.cluster import SimulatedCluster, needs_cluster
 from nrirp.app.simulator.composition import SimulatorContainer
 from nrirp.app.simulator.describe import describe_step
@@ -42,6 +44,7 @@ from nrirp.app.simulator.results import (
 from nrirp.app.simulator.simulation import Simulation
 from nrirp.app.simulator.updates import SettledTimeoutError, SettlingRuntimeUpdates
 from nrirp.app.simulator.workload import (
+    RECORDED_KINDS,
     ApplyConfig,
     CreatePod,
     DeleteConfig,
@@ -96,8 +99,17 @@ class Replayer:
         store: Any = None,
         specs: PolicySpecs | None = None,
         host_control: Any = None,
+        *,
+        last_state_only: bool = False,
+        recorded_config: bool = True,
     ) -> None:
         self.simulation = simulation
+        self.last_state_only = last_state_only
+        """Read the state after the last step only (and after steps with checks): a long
+        recording's steps show their outcome and decisions, the last one the whole node."""
+        self.recorded_config = recorded_config
+        """Replay a recording's reconfigurations (``False``: skip them, another configuration
+        is tried)."""
         self.store = store
         self.specs = specs
         self.host_settings: Mapping[str, HostChange] = getattr(host_control, "settings", {})
@@ -108,6 +120,7 @@ class Replayer:
         self.workload = workload
         self._previous: dict[str, ContainerView] = {}
         self._refusals: dict[str, str] = {}
+        self._replay_note = ""
         self.cluster: SimulatedCluster | None = None
         if needs_cluster(workload):
             self.cluster = SimulatedCluster(manager, specs or builtin_specs(), workload.base_dir)
@@ -129,12 +142,17 @@ class Replayer:
         notices_before = len(self.log.notices) if self.log else 0
         errors: list[str] = []
         self._refusals = {}
-        try:
-            await self._perform(step, errors)
-        except StepFailed as failure:
-            errors.extend(failure.errors)
-        except SimRuntimeError as exc:
-            errors.append(str(exc))
+        self._replay_note = ""
+        if recorded.leads_with_sync(self.workload, step):
+            decisions_before = notices_before = 0  # it happened when the plugin connected
+            self._replay_note = "the runtime's state when the daemon connected"
+        else:
+            try:
+                await self._perform(step, errors)
+            except StepFailed as failure:
+                errors.extend(failure.errors)
+            except (SimRuntimeError, recorded.RecordedStepFailed) as exc:
+                errors.append(str(exc))
         await self._settle(errors)
         self._flush_state(errors)
         decisions = tuple(self.log.decisions[decisions_before:]) if self.log else ()
@@ -144,16 +162,19 @@ class Replayer:
             errors += [
                 n.message for n in notices if n.source == source and n.severity is Severity.ERROR
             ]
-        description = self.manager.describe()
+        shown = not self.last_state_only or bool(step.expect) or step is self.workload.steps[-1]
+        description = self.manager.describe() if shown else {}
         balloons = balloon_views(description)
         pools = pool_views(description)
-        pods, containers = self._state(pools, balloons)
+        pods, containers = self._state(pools, balloons) if shown else ((), ())
         checks = check_step(step.expect, self._check_state(containers, pools, balloons))
+        note = "; ".join(n for n in (step.note, self._replay_note) if n)
         return StepResult(
+            state_shown=shown,
             number=step.number,
             kind=step.kind,
             description=describe_step(step),
-            note=step.note,
+            note=note,
             errors=tuple(errors),
             decisions=decisions,
             notices=notices,
@@ -169,7 +190,9 @@ class Replayer:
     # ------------------------------------------------------------------ actions
     async def _perform(self, step: Step, errors: list[str]) -> None:
         action = step.action
-        if isinstance(action, CreatePod):
+        if step.kind in RECORDED_KINDS:
+            await self._perform_recorded(step)
+        elif isinstance(action, CreatePod):
             await self._create_pod(action, errors)
         elif isinstance(action, DeletePod):
             pod = self.runtime.find_pod(action.namespace, action.name)
@@ -184,6 +207,9 @@ class Replayer:
         elif isinstance(action, ExitContainer):
             await self._exit(action)
         elif isinstance(action, Reconfigure):
+            if self.workload.recording is not None and not self.recorded_config:
+                self._replay_note = "skipped: the replay tries another configuration"
+                return
             self._reconfigure(action)
         elif isinstance(action, ApplyConfig | DeleteConfig | LabelNode):
             assert self.cluster is not None  # made for every workload with such steps
@@ -229,6 +255,17 @@ class Replayer:
                 await self.runtime.start_container(created)
             except SimRuntimeError as exc:
                 errors.append(f"container {ctr.name}: {exc}")
+
+    async def _perform_recorded(self, step: Step) -> None:
+        """A step of a recording: the runtime's own event, by id (``recorded.py``)."""
+        if isinstance(step.action, Synchronize):  # a reconnect: the runtime ran these
+            await recorded.seed_runtime(self.runtime, step.action)
+            await self.simulation.reconnect()
+            return
+        with self._refusal(step.subject):
+            note = await recorded.perform(self.runtime, step)
+        if note:
+            self._replay_note = f"nothing to do: {note}"
 
     @contextlib.contextmanager
     def _refusal(self, label: str) -> Iterator[None]:
@@ -447,13 +484,25 @@ def _evolve_change(view: ContainerView, change: Change) -> ContainerView:
     return attrs.evolve(view, change=change)
 
 
-async def replay(container: SimulatorContainer, workload: Workload) -> list[StepResult]:
+async def replay(
+    container: SimulatorContainer,
+    workload: Workload,
+    *,
+    last_state_only: bool = False,
+    recorded_config: bool = True,
+) -> list[StepResult]:
     """Replay ``workload`` on a :class:`SimulatorContainer` built by :func:`build_simulator`
-    whose resource manager is started; returns one result per step."""
+    whose resource manager is started; returns one result per step.
+
+    ``last_state_only``: read the state after the last step only (and after steps with
+    checks). ``recorded_config``: replay a recording's reconfigurations (else skip them)."""
     adapters, core = container.adapters.container, container.core.container
     updates = adapters.runtime_updates()
     if not isinstance(updates, SettlingRuntimeUpdates):
         raise TypeError("the simulator's runtime_updates must be a SettlingRuntimeUpdates")
+    start = recorded.initial_sync(workload)  # a recording: what ran when the daemon connected
+    if start is not None:
+        await recorded.seed_runtime(container.runtime(), start)
     async with container.simulation() as simulation:
         replayer = Replayer(
             simulation,
@@ -464,6 +513,8 @@ async def replay(container: SimulatorContainer, workload: Workload) -> list[Step
             adapters.state_store(),
             core.policy_registry(),
             adapters.host_control(),
+            last_state_only=last_state_only,
+            recorded_config=recorded_config,
         )
         return await replayer.run()
 

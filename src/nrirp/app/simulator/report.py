@@ -167,6 +167,7 @@ def step_document(step: StepResult) -> dict[str, Any]:
         "balloons": [_balloon(b) for b in step.balloons],
         "pools": [_pool(p) for p in step.pools],
         "checks": [_check(c) for c in step.checks],
+        "state_shown": step.state_shown,
     }
 
 
@@ -293,6 +294,8 @@ def step_lines(step: StepResult) -> list[str]:
     lines += _check_lines(step.checks, indent)
     lines += [indent + _decision_line(d) for d in step.decisions]
     lines += [f"{indent}notice ({n.severity.value}, {n.source}): {n.message}" for n in step.notices]
+    if not step.state_shown:
+        return lines
     lines += [indent + line for line in _mismatch_lines(step.containers)]
     lines += _table(step.containers, indent)
     if step.balloons:

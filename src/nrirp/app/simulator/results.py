@@ -139,6 +139,9 @@ class StepResult:
     """The policy's pools after the step (policies that have pools)."""
     checks: tuple[CheckResult, ...] = ()
     """The verdicts of the step's ``expect`` checks."""
+    state_shown: bool = True
+    """``pods``, ``containers``, ``balloons`` and ``pools`` were read after the step (a long
+    recording's replay reads them after its last step only)."""
 
     @property
     def ok(self) -> bool:

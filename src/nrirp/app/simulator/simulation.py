@@ -84,6 +84,27 @@ class Simulation:
         await self.close()
         raise error or RegistrationError("the plugin stopped before it was ready")
 
+    async def reconnect(self, timeout: float = 10.0) -> None:
+        """Drop the plugin's connection and connect it again, as after a restart of the
+        runtime: the runtime synchronizes it with what it runs now. Returns once the plugin
+        synchronized (raises ``TimeoutError`` after ``timeout`` seconds)."""
+        synchronizations = self.plugin.synchronizations
+        if self.stub is not None:
+            self.stub.stop()
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await self._task
+        sock = await self.runtime.open_plugin_socket()
+        self.stub = Stub(
+            self.plugin, name=self.name, index=self.index, connection=sock, reconnect=False
+        )
+        self._task = asyncio.create_task(PluginService(self.stub, self.updates).run())
+        async with asyncio.timeout(timeout):
+            while self.plugin.synchronizations == synchronizations:
+                if self._task.done():
+                    raise _failure(self._task) or RegistrationError("the plugin stopped")
+                await asyncio.sleep(0.005)
+
     async def close(self) -> None:
         """Disconnect the plugin and stop the runtime (idempotent)."""
         if self.stub is not None:

@@ -14,6 +14,14 @@ from typing import Any
 import attrs
 
 from nrirp.adapters.documents import WORKLOAD, UnreadableDocument, load_document
+from nrirp.adapters.recording.format import (
+    ObjectRef,
+    RecordedContainer,
+    RecordedPod,
+    RecordingHeader,
+    Synchronize,
+    UpdateContainerResources,
+)
 from nrirp.app.simulator.expect import Expectation
 from nrirp.domain.config.converter import structure
 from nrirp.domain.config.duration import Duration
@@ -405,6 +413,11 @@ Action = (
     | LabelNode
     | Event
     | Duration
+    | Synchronize
+    | RecordedPod
+    | RecordedContainer
+    | ObjectRef
+    | UpdateContainerResources
 )
 
 _ACTION_KEYS = (
@@ -419,7 +432,19 @@ _ACTION_KEYS = (
     "labelNode",
     "event",
     "sleep",
+    # the runtime's own events, as a recording has them (nrirp run --record)
+    "synchronize",
+    "runPodSandbox",
+    "createContainer",
+    "startContainer",
+    "updateContainerResources",
+    "stopContainer",
+    "removeContainer",
+    "stopPodSandbox",
+    "removePodSandbox",
 )
+RECORDED_KINDS = frozenset(_ACTION_KEYS[_ACTION_KEYS.index("synchronize") :])
+"""The steps of a recording: the runtime's events, with ids, as the daemon handled them."""
 
 
 @attrs.frozen(kw_only=True)
@@ -437,6 +462,15 @@ class StepDoc:
     label_node: LabelNode | None = None
     event: Event | None = None
     sleep: Duration | None = None
+    synchronize: Synchronize | None = None
+    run_pod_sandbox: RecordedPod | None = None
+    create_container: RecordedContainer | None = None
+    start_container: ObjectRef | None = None
+    update_container_resources: UpdateContainerResources | None = None
+    stop_container: ObjectRef | None = None
+    remove_container: ObjectRef | None = None
+    stop_pod_sandbox: ObjectRef | None = None
+    remove_pod_sandbox: ObjectRef | None = None
     note: str = ""
     expect_error: Any = None
     """``true`` (the step must fail) or text the step's errors must contain."""
@@ -479,12 +513,22 @@ _ACTION_ATTRS = (
     "label_node",
     "event",
     "sleep",
+    "synchronize",
+    "run_pod_sandbox",
+    "create_container",
+    "start_container",
+    "update_container_resources",
+    "stop_container",
+    "remove_container",
+    "stop_pod_sandbox",
+    "remove_pod_sandbox",
 )
 
 
 @attrs.frozen(kw_only=True)
 class WorkloadDoc:
     description: str = ""
+    recording: RecordingHeader | None = None
     steps: tuple[StepDoc, ...] = ()
 
 
@@ -502,6 +546,8 @@ class Step:
     (unless ``expect`` has a ``refused`` check: the step then must fail, as with ``True``)."""
     expect: tuple[Expectation, ...] = ()
     """The checks of the state after the step."""
+    subject: str = ""
+    """For a recorded step: ``namespace/pod[/container]`` it acts on, when known."""
 
     @property
     def expected_error(self) -> str | bool | None:
@@ -531,6 +577,8 @@ class Workload:
     description: str = ""
     source: str = "<workload>"
     base_dir: str = "."
+    recording: RecordingHeader | None = None
+    """Set for a recording (``nrirp run --record``): where it came from, how it started."""
 
 
 def _issue_text(path: Path) -> str:
@@ -562,13 +610,53 @@ def parse_workload(
     doc, issues = structure(data, WorkloadDoc)
     if issues or doc is None:
         raise WorkloadError(name, [(_issue_text(path), message) for path, message in issues])
-    if not doc.steps:
+    if not doc.steps and doc.recording is None:
         raise WorkloadError(name, [("steps", "the workload has no steps")])
     steps = []
+    subjects = _Subjects(doc.recording)
     for number, step in enumerate(doc.steps, start=1):
         ((kind, action),) = step.actions()
-        steps.append(Step(number, kind, action, step.note, step.expect_error, step.expect))
-    return Workload(tuple(steps), doc.description, name, base_dir)
+        subject = subjects.of(action) if kind in RECORDED_KINDS else ""
+        steps.append(Step(number, kind, action, step.note, step.expect_error, step.expect, subject))
+    return Workload(tuple(steps), doc.description, name, base_dir, doc.recording)
+
+
+class _Subjects:
+    """Readable names of the pods and containers recorded steps refer to by id."""
+
+    def __init__(self, recording: RecordingHeader | None) -> None:
+        self.pods: dict[str, str] = {}
+        self.containers: dict[str, str] = {}
+        state = recording.state if recording is not None else None
+        if isinstance(state, Mapping):  # the saved state's pods and containers, if readable
+            for pod in state.get("pods") or ():
+                if isinstance(pod, Mapping) and isinstance(pod.get("id"), str):
+                    self.pods[pod["id"]] = f"{pod.get('namespace', '')}/{pod.get('name', '')}"
+            for ctr in state.get("containers") or ():
+                if isinstance(ctr, Mapping) and isinstance(ctr.get("id"), str):
+                    pod_name = self.pods.get(str(ctr.get("pod_id")), "?")
+                    self.containers[ctr["id"]] = f"{pod_name}/{ctr.get('name', '')}"
+
+    def of(self, action: Action) -> str:
+        if isinstance(action, Synchronize):
+            for pod in action.pods:
+                self.pods[pod.id] = pod.label()
+            for ctr in action.containers:
+                self._container(ctr)
+            return ""
+        if isinstance(action, RecordedPod):
+            self.pods[action.id] = action.label()
+            return self.pods[action.id]
+        if isinstance(action, RecordedContainer):
+            return self._container(action)
+        if isinstance(action, ObjectRef | UpdateContainerResources):
+            return self.containers.get(action.id) or self.pods.get(action.id) or action.id[:12]
+        return ""
+
+    def _container(self, ctr: RecordedContainer) -> str:
+        label = f"{self.pods.get(ctr.pod, ctr.pod[:12])}/{ctr.name or ctr.id[:12]}"
+        self.containers[ctr.id] = label
+        return label
 
 
 def load_workload(path: str) -> Workload:

@@ -1,0 +1,43 @@
+"""``nrirp run``'s recording options (``--record``; the recorder: ``app/daemon/recording.py``)."""
+
+from __future__ import annotations
+
+import argparse
+
+DEFAULT_MAX_BYTES = 4 << 20
+DEFAULT_FILES = 4
+
+
+def _size(text: str) -> int:
+    from nrirp.domain.config.errors import InvalidValue
+    from nrirp.domain.config.quantity import parse_byte_size
+
+    try:
+        return parse_byte_size(int(text) if text.isdigit() else text)
+    except InvalidValue as exc:
+        raise argparse.ArgumentTypeError(exc.describe()) from None
+
+
+def add_record_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--record FILE``, ``--record-max-bytes SIZE``, ``--record-files N``."""
+    group = parser.add_argument_group("recording (docs/daemon.md, Record and replay)")
+    group.add_argument(
+        "--record",
+        metavar="FILE",
+        help="write every NRI event the daemon handles, with the machine, configuration and "
+        "state, to FILE as a workload 'nrirp simulate' replays; rotated (FILE.1, ...)",
+    )
+    group.add_argument(
+        "--record-max-bytes",
+        metavar="SIZE",
+        type=_size,
+        default=DEFAULT_MAX_BYTES,
+        help="size of one recording file, 64K to 4M (default: 4M, the simulator's limit)",
+    )
+    group.add_argument(
+        "--record-files",
+        metavar="N",
+        type=int,
+        default=DEFAULT_FILES,
+        help="recording files kept, the current one included (default: %(default)s)",
+    )
