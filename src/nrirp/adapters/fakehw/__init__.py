@@ -12,6 +12,7 @@ from nrirp.adapters.fakehw.errors import MachineSpecError
 from nrirp.adapters.fakehw.expected import machine_of
 from nrirp.adapters.fakehw.from_machine import spec_of_machine
 from nrirp.adapters.fakehw.hints import FakeTopologyHints, device_hints
+from nrirp.adapters.fakehw.host_writer import FakeHostTree, write_host
 from nrirp.adapters.fakehw.layout import Layout, resolve
 from nrirp.adapters.fakehw.loading import (
     spec_from_data,
@@ -31,6 +32,7 @@ def expected_machine(spec: MachineSpec) -> Machine:
 
 __all__ = [
     "FakeHardwareDiscovery",
+    "FakeHostTree",
     "FakeTopologyHints",
     "Layout",
     "MachineSpec",
@@ -49,6 +51,7 @@ __all__ = [
     "spec_from_yaml",
     "spec_of_machine",
     "spec_to_data",
+    "write_host",
     "write_procfs",
     "write_sysfs",
 ]

@@ -14,6 +14,7 @@ from nrirp.adapters.fakehw.device_layout import device_layout
 from nrirp.adapters.fakehw.distances import node_distances
 from nrirp.adapters.fakehw.errors import MachineSpecError
 from nrirp.adapters.fakehw.explicit import explicit_layout
+from nrirp.adapters.fakehw.host_checks import check_host
 from nrirp.adapters.fakehw.records import (
     CacheLayout,
     CpuLayout,
@@ -107,6 +108,8 @@ def _finish(
     if not spec.numa:
         _check_without_numa(spec, problems)
     devices = device_layout(spec.devices, nodes, online, problems)
+    if spec.host is not None:
+        check_host(spec.host, online, problems)
     if problems.items:
         return None
     caches = cache_layout(spec, cpus)  # the hardware's, whatever the kernel makes of NUMA
@@ -123,6 +126,7 @@ def _finish(
         isolated=spec.isolated,
         devices=tuple(devices),
         numa=spec.numa,
+        host=spec.host,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from nrirp.adapters.fakehw.host_spec import HostSpec
 from nrirp.adapters.fakehw.spec import FrequencySpec
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.topology import CacheType, CoreType, MemoryType
@@ -70,6 +71,8 @@ class Layout:
     devices: tuple[DeviceLayout, ...] = ()
     numa: bool = True
     """False: a kernel without NUMA (no node directories; ``nodes`` is the one node 0)."""
+    host: HostSpec | None = None
+    """The host control files (:mod:`~nrirp.adapters.fakehw.host_writer`)."""
 
     @property
     def memory_bytes(self) -> int:

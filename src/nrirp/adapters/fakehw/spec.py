@@ -11,6 +11,7 @@ from typing import NewType
 
 import attrs
 
+from nrirp.adapters.fakehw.host_spec import HostSpec
 from nrirp.domain.cpuset import EMPTY, CPUSet
 from nrirp.domain.topology import CacheType, CoreType, MemoryType
 
@@ -172,3 +173,4 @@ class MachineSpec:
     offline: CPUSet = EMPTY  # present but offline CPUs
     devices: tuple[DeviceSpec, ...] = ()  # PCI devices, for topology hints
     numa: bool = True  # False: a kernel without NUMA (one node; memory from /proc/meminfo)
+    host: HostSpec | None = None  # host control files (cpufreq, cpuidle, uncore, resctrl, irq)
