@@ -1,0 +1,249 @@
+"""The recorder on its own: what it writes for each inbound call, the header, rotation and its
+bounds, every part replayable on its own to the same placements, and how it stops when it
+cannot go on (the daemon never notices)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dependency_injector import providers
+
+from nrirp.adapters.fakehw import FakeHardwareDiscovery, load_machine
+from nrirp.adapters.recording import Recorder, RecordingError, RecordingLimits
+from nrirp.adapters.recording import recorder as recorder_module
+from nrirp.app.simulator import build_simulator, load_workload, parse_workload, replay
+from nrirp.app.simulator.from_recording import recorded_machine, use_recording_state
+from nrirp.app.simulator.results import StepResult
+from nrirp.app.simulator.workload import Workload
+from nrirp.domain.model import LinuxResources
+from nrirp.domain.ports.inbound import InboundCall
+from tests.domain.support import FakeConfig, make_container, make_pod
+
+MACHINE = "box-16"
+KiB = 1 << 10
+
+
+def machine() -> Any:
+    return FakeHardwareDiscovery(load_machine(MACHINE)).discover()
+
+
+def recorder(path: Path, **kw: Any) -> Recorder:
+    return Recorder(
+        str(path),
+        policy="recording",
+        machine=machine(),
+        dump_config=lambda config: {"cpus": config.cpus},
+        interval=0.01,
+        **kw,
+    )
+
+
+def test_calls_become_steps_in_order(tmp_path: Path) -> None:
+    rec = recorder(tmp_path / "rec.yaml", node="node-1")
+    rec.open()
+    pod = make_pod()
+    ctr = make_container(pod, "a")
+    rec.started(FakeConfig("recording", "0-3"), None)
+    rec.handled(InboundCall("synchronize", pods=(pod,), containers=()))
+    rec.handled(InboundCall("run-pod", pod))
+    rec.handled(InboundCall("create-container", pod, ctr))
+    rec.handled(InboundCall("post-create", pod, ctr))  # implied by a replay's runtime
+    rec.handled(InboundCall("start-container", pod, ctr))
+    rec.handled(InboundCall("update-container", pod, ctr, LinuxResources(cpu_shares=512)))
+    rec.handled(InboundCall("create-container", pod, make_container(pod, "b"), failure="full"))
+    rec.handled(InboundCall("reconfigure", config=FakeConfig("recording", "0-1")))
+    rec.handled(InboundCall("reconfigure", config=FakeConfig("recording", "0"), failure="no"))
+    rec.handled(InboundCall("stop-container", pod, ctr))
+    rec.handled(InboundCall("remove-container", pod, ctr))
+    rec.handled(InboundCall("stop-pod", pod))
+    rec.handled(InboundCall("remove-pod", pod))
+    rec.close()
+    rec.close()  # once is enough; again does nothing
+    text = (tmp_path / "rec.yaml").read_text()
+    assert oct(os.stat(tmp_path / "rec.yaml").st_mode & 0o777) == "0o600"
+    workload = parse_workload(text, name="rec.yaml")
+    assert workload.recording is not None
+    header = workload.recording
+    assert (header.policy, header.node, header.part, header.config) == (
+        "recording",
+        "node-1",
+        1,
+        {"cpus": "0-3"},
+    )
+    assert header.state is None
+    assert [s.kind for s in workload.steps] == [
+        "synchronize",
+        "runPodSandbox",
+        "createContainer",
+        "startContainer",
+        "updateContainerResources",
+        "createContainer",
+        "reconfigure",
+        "stopContainer",
+        "removeContainer",
+        "stopPodSandbox",
+        "removePodSandbox",
+    ]
+    refused = workload.steps[5]
+    assert (refused.expect_error, refused.note) == (True, "refused by the daemon: full")
+    assert [s.subject for s in workload.steps[1:5]] == [
+        "default/pod0",
+        "default/pod0/a",
+        "default/pod0/a",
+        "default/pod0/a",
+    ]
+    created = workload.steps[2].action
+    assert created.domain() == ctr  # type: ignore[union-attr]
+    assert workload.steps[1].action.domain() == pod  # type: ignore[union-attr]
+    assert workload.steps[6].action.config == {"cpus": "0-1"}  # type: ignore[union-attr]
+    assert text.splitlines()[-1].startswith("# end of recording: the daemon stopped at ")
+    assert rec.steps == 11
+
+
+def test_the_machine_is_the_nodes(tmp_path: Path) -> None:
+    rec = recorder(tmp_path / "rec.yaml")
+    rec.open()
+    rec.started(None, None)
+    rec.close()
+    workload = load_workload(str(tmp_path / "rec.yaml"))
+    assert workload.steps == () and workload.recording is not None
+    again = recorded_machine(workload.recording, "rec.yaml").discover()
+    assert again == machine()
+
+
+def test_an_older_recording_is_kept_and_bad_limits_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "rec.yaml"
+    path.write_text("the previous run's\n")
+    rec = recorder(path, limits=RecordingLimits(64 * KiB, 2))
+    rec.open()
+    rec.close()
+    assert (tmp_path / "rec.yaml.1").read_text() == "the previous run's\n"
+    with pytest.raises(RecordingError, match="65536 to 4194304 bytes"):
+        recorder(path, limits=RecordingLimits(1000, 2))
+    with pytest.raises(RecordingError, match="number of recording files must be 1 to 100"):
+        recorder(path, limits=RecordingLimits(64 * KiB, 0))
+    with pytest.raises(RecordingError, match=r"cannot record to .*missing/rec\.yaml"):
+        recorder(tmp_path / "missing" / "rec.yaml").open()
+
+
+def test_a_symbolic_link_at_the_path_is_moved_aside_never_followed(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("not ours\n")
+    (tmp_path / "rec.yaml").symlink_to(target)
+    rec = recorder(tmp_path / "rec.yaml")
+    rec.open()
+    rec.close()
+    assert target.read_text() == "not ours\n"
+    assert (tmp_path / "rec.yaml.1").is_symlink()
+    assert not (tmp_path / "rec.yaml").is_symlink()
+
+
+# ---------------------------------------------------------------------- through the simulator
+def workload_text(pods: int) -> str:
+    """Pods created and deleted on box-16, a few kept: exclusive and shared CPUs."""
+    steps = []
+    for index in range(pods):
+        cpu = "2" if index % 3 == 0 else "250m"
+        resources = (
+            f"{{requests: {{cpu: {cpu}, memory: 64Mi}}, limits: {{cpu: {cpu}, memory: 64Mi}}}}"
+            if index % 3 == 0
+            else f"{{requests: {{cpu: {cpu}}}}}"
+        )
+        steps.append(
+            f"- createPod: {{name: p{index}, containers: [{{name: c, resources: {resources}}}]}}"
+        )
+        if index >= 4:
+            steps.append(f"- deletePod: {{name: p{index - 4}}}")
+    return "\n".join(steps)
+
+
+def replay_with(workload: Workload, observer: Any = None) -> list[StepResult]:
+    container = build_simulator("topology-aware", machine=MACHINE)
+    if observer is not None:
+        container.adapters.inbound_observer.override(providers.Object(observer))
+    container.core.resource_manager().start(container.core.policy_config())
+    return asyncio.run(replay(container, workload))
+
+
+def replay_recording(path: Path) -> list[StepResult]:
+    workload = load_workload(str(path))
+    assert workload.recording is not None
+    container = build_simulator(
+        workload.recording.policy, hardware=recorded_machine(workload.recording, str(path))
+    )
+    use_recording_state(container, workload.recording, keep_config=True)
+    container.core.resource_manager().start(container.core.policy_config())
+    return asyncio.run(replay(container, workload))
+
+
+def placements(steps: list[StepResult]) -> dict[str, tuple[str, str]]:
+    return {c.id: (str(c.cpus), str(c.mems)) for c in steps[-1].containers}
+
+
+def test_rotated_parts_are_bounded_and_each_replays_to_the_same_placements(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "rec.yaml"
+    limits = RecordingLimits(64 * KiB, 3)
+    rec = Recorder(
+        str(path),
+        policy="topology-aware",
+        machine=FakeHardwareDiscovery(load_machine(MACHINE)).discover(),
+        dump_config=lambda config: {},
+        limits=limits,
+    )
+    rec.open()
+    source = replay_with(parse_workload(workload_text(120)), rec)
+    rec.close()
+    parts = sorted(tmp_path.glob("rec.yaml*"))
+    assert [p.name for p in parts] == ["rec.yaml", "rec.yaml.1", "rec.yaml.2"]
+    assert all(p.stat().st_size <= limits.max_bytes for p in parts)
+    older = (tmp_path / "rec.yaml.1").read_text().splitlines()
+    assert older[-1].startswith(f"# continued in {path} (part ")
+    current = load_workload(str(path))
+    assert current.recording is not None and current.recording.part > 3  # older ones deleted
+    assert current.recording.state is not None  # the state when the part began
+    assert current.steps[0].kind != "synchronize"  # it starts mid-way, from the state
+    assert placements(replay_recording(path)) == placements(source)
+    # an older part replays to where the node was when that part ended
+    previous = load_workload(str(tmp_path / "rec.yaml.1"))
+    assert previous.recording is not None
+    previous_end = replay_recording(tmp_path / "rec.yaml.1")
+    assert previous_end[-1].errors == ()
+    assert len(placements(previous_end)) <= 5
+
+
+def test_a_recording_that_cannot_go_on_stops_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(recorder_module, "MAX_PENDING", 5)
+    rec = recorder(tmp_path / "rec.yaml")
+    pod = make_pod()
+    rec.open()
+    rec._wake.clear()
+    rec._interval = 60.0  # the writer sleeps: the queue fills up
+    rec.started(None, None)
+    for _ in range(10):
+        rec.handled(InboundCall("run-pod", pod))  # never raises, whatever happens
+    rec.close()
+    text = (tmp_path / "rec.yaml").read_text().splitlines()
+    assert text[-1].startswith("# recording stopped at ")
+    assert text[-1].endswith(": the writer fell 5 calls behind")
+    assert "recording to" in caplog.text and "stopped" in caplog.text
+    workload = load_workload(str(tmp_path / "rec.yaml"))  # what was written still replays
+    assert [s.kind for s in workload.steps] == ["runPodSandbox"] * 4
+
+
+def test_a_part_too_small_for_the_nodes_state_stops_the_recording(tmp_path: Path) -> None:
+    rec = recorder(tmp_path / "rec.yaml", limits=RecordingLimits(64 * KiB, 2))
+    rec.open()
+    rec.started(None, {"version": 1, "policy": "recording", "pods": ["x" * 70_000]})
+    rec.handled(InboundCall("run-pod", make_pod()))
+    rec.close()
+    text = (tmp_path / "rec.yaml").read_text()
+    assert "recording stopped at" in text and "does not fit a recording file of 65536" in text
+    assert "runPodSandbox" not in text
