@@ -29,29 +29,30 @@ def test_the_defaults_warn_of_nothing(policy: str) -> None:
     assert paths("template", {}) == []
 
 
-def test_host_control_classes_are_decided_but_not_applied() -> None:
+def test_host_control_warns_only_of_what_is_not_applied_here() -> None:
     spec = {
         "cpuClasses": [{"name": "fast", "minFreq": 3000000}],
         "controllableInterrupts": ["17"],
         "control": {
             "cpu": {"classes": {"slow": {"maxFreq": 1000000}}},
-            "rdt": {"enable": True},
+            "rdt": {"partitions": {"p": {"classes": {"gold": {}}}}},
             "blockio": {"classes": {"bulk": [{"Weight": 100}]}},
         },
     }
     config = load_policy_config("topology-aware", {**RESERVED, **spec})
     found = {f.path: f for f in unapplied_fields(config, DAEMON)}
-    assert list(found) == [
-        "cpuClasses",
-        "controllableInterrupts",
-        "control.cpu.classes",
-        "control.rdt",
-        "control.blockio",
-    ]
-    assert str(found["cpuClasses"]) == (
-        "cpuClasses: fast: CPU classes are decided but not applied: no host adapter applies it yet"
+    # CPU classes and interrupts are applied by the host enforcer (which says what a host
+    # lacks); RDT only once enabled; block I/O device parameters are the runtime's
+    assert list(found) == ["control.rdt.partitions", "control.blockio.classes"]
+    assert str(found["control.rdt.partitions"]) == (
+        "control.rdt.partitions: gold: control.rdt is not enabled: no resctrl group is made "
+        "(class names still reach the runtime through NRI)"
     )
-    assert found["control.blockio"].value == "not enabled, bulk"
+    enabled = load_policy_config(
+        "topology-aware",
+        {**RESERVED, "control": {"rdt": {"enable": True, "partitions": {"p": {}}}}},
+    )
+    assert unapplied_fields(enabled, DAEMON) == []
 
 
 def test_instrumentation_fields_nothing_implements_are_named() -> None:

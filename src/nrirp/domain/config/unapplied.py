@@ -1,11 +1,13 @@
 """What a configuration asks for that the environment running it does not do.
 
-Every field is parsed and validated, but not every field acts everywhere: host control classes
-(CPU classes, RDT, block I/O, interrupts) are decided by the policies and applied by no host
-adapter yet; tracing, OTLP metrics and log export are not implemented; the HTTP server and
-the Kubernetes agent exist only in some environments. :func:`unapplied_fields` lists each
-such field that is set (differs from its default), with the reason, so that the caller can warn
-at load: no field is silently ignored.
+Every field is parsed and validated, but not every field acts everywhere: RDT partitions of a
+``control.rdt`` that is not enabled, the device parameters of block I/O classes (the runtime
+applies a class with its own configuration); tracing, OTLP metrics and log export are not
+implemented; the HTTP server and the Kubernetes agent exist only in some environments.
+:func:`unapplied_fields` lists each such field that is set (differs from its default), with
+the reason, so that the caller can warn at load: no field is silently ignored. What of the
+CPU classes, interrupt rules and RDT a host cannot apply (missing or read-only interfaces) is
+said by the resource manager's host enforcer once it has looked at the host.
 """
 
 from __future__ import annotations
@@ -17,17 +19,13 @@ from typing import Any
 import attrs
 
 from nrirp.domain.config.agent import AgentConfig
-from nrirp.domain.config.blockio import BlockIOConfig
 from nrirp.domain.config.enums import MetricsExporter
 from nrirp.domain.config.instrumentation import DEFAULT_REPORT_PERIOD, MetricsConfig
 from nrirp.domain.config.log import KlogConfig
-from nrirp.domain.config.rdt import RDTConfig
 
 METRIC_GROUPS = ("policy", "buildinfo")
 """The metric groups ``instrumentation.metrics.enabled`` and ``polled`` select from (the
 reference's); the daemon's own ``nrirp_*`` metrics are always exported."""
-
-HOST_CONTROL_PENDING = "decided but not applied: no host adapter applies it yet"
 
 
 @attrs.frozen(kw_only=True)
@@ -68,58 +66,28 @@ def unapplied_fields(config: Any, environment: Environment) -> list[UnappliedFie
 
 
 def _unapplied(config: Any, env: Environment) -> Iterator[UnappliedField]:
-    yield from _spec(config.spec)
     yield from _control(config.control)
     yield from _log(config.log, env)
     yield from _instrumentation(config.instrumentation, env)
     yield from _agent(config.agent, env)
 
 
-def _set(spec: Any, name: str) -> Any:
-    """The value of the spec's field ``name`` if it has one that differs from its default."""
-    field = attrs.fields_dict(type(spec)).get(name) if attrs.has(type(spec)) else None
-    if field is None:
-        return None
-    value = getattr(spec, name)
-    default = field.default
-    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-        default = default.factory()  # type: ignore[union-attr]
-    return value if value != default else None
-
-
-def _spec(spec: Any) -> Iterator[UnappliedField]:
-    classes = _set(spec, "cpu_classes")
-    if classes:
-        names = ", ".join(c.name for c in classes)
-        yield UnappliedField("cpuClasses", names, f"CPU classes are {HOST_CONTROL_PENDING}")
-    irqs = _set(spec, "controllable_interrupts")
-    if irqs:
-        yield UnappliedField(
-            "controllableInterrupts",
-            ", ".join(irqs),
-            "interrupt affinity is not applied: no host adapter steers interrupts yet",
-        )
-
-
 def _control(control: Any) -> Iterator[UnappliedField]:
-    if control.cpu.classes:
-        names = ", ".join(control.cpu.classes)
+    rdt = control.rdt
+    if not rdt.enable and rdt.partitions:
         yield UnappliedField(
-            "control.cpu.classes", names, f"CPU classes are {HOST_CONTROL_PENDING}"
+            "control.rdt.partitions",
+            ", ".join(rdt.class_names()) or "no classes",
+            "control.rdt is not enabled: no resctrl group is made (class names still reach "
+            "the runtime through NRI)",
         )
-    if control.rdt != RDTConfig():
-        classes = ", ".join(control.rdt.class_names()) or "no classes"
-        state = "enabled" if control.rdt.enable else "not enabled"
+    if control.blockio.classes:
         yield UnappliedField(
-            "control.rdt", f"{state}, {classes}", f"RDT classes are {HOST_CONTROL_PENDING}"
-        )
-    if control.blockio != BlockIOConfig():
-        classes = ", ".join(control.blockio.classes) or "no classes"
-        state = "enabled" if control.blockio.enable else "not enabled"
-        yield UnappliedField(
-            "control.blockio",
-            f"{state}, {classes}",
-            f"block I/O classes are {HOST_CONTROL_PENDING}",
+            "control.blockio.classes",
+            ", ".join(control.blockio.classes),
+            "the class name reaches the runtime through NRI, as in the reference; the runtime "
+            "applies it with its own block I/O configuration (containerd: blockio_config_file), "
+            "not with these device parameters",
         )
 
 

@@ -96,7 +96,7 @@ def test_scheduling_class_of_the_type_and_the_annotation() -> None:
     assert any("'nope'" in n and "not defined" in n for n in rig.notices())
 
 
-def test_cpu_class_decided_and_reported_as_not_applied() -> None:
+def test_cpu_classes_go_to_balloon_and_idle_cpus() -> None:
     cfg = config(
         cpuClasses=[{"name": "turbo"}, {"name": "default"}],
         idleCPUClass="",
@@ -107,7 +107,12 @@ def test_cpu_class_decided_and_reported_as_not_applied() -> None:
     _, d = rig.run("d", 1000)
     assert rig.ctr(f).tags["balloons.cpu-class"] == "turbo"
     assert rig.ctr(d).tags["balloons.cpu-class"] == "default"  # the class named default
-    assert any("CPU classes are decided but not applied" in n for n in rig.notices())
+    placed = rig.policy.host_assignment().cpu_classes
+    engine = rig.policy.engine
+    fast = next(b for b in engine.balloons if b.kind.name == "fast")
+    assert placed["turbo"] == CPUSet(fast.cpus)
+    # the default balloons' CPUs and the idle ones (idleCPUClass "" falls back to default)
+    assert placed["default"] == CPUSet(engine.catalog.allowed) - CPUSet(fast.cpus)
 
 
 def test_undefined_cpu_class_is_only_a_warning() -> None:

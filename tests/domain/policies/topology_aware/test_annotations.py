@@ -498,8 +498,15 @@ def test_cpu_classes_from_annotation_and_pool_defaults() -> None:
     ):
         _, ctr, _ = rig.run(name, **kw)  # type: ignore[arg-type]
         host[name] = ctr
-    classes = {n: rig.host.settings[c.id].cpu_class for n, c in host.items()}
+    classes = {n: rig.tags(c)["topology-aware.cpu-class"] for n, c in host.items()}
     assert classes == {"shared": "slow", "excl": "fast", "sys": "sys", "anno": "slow"}
+    # classes go to CPUs: the shared CPUs, the reserved ones, each exclusive grant's
+    placed = rig.policy.host_assignment().cpu_classes
+    excl, annotated = rig.cpus(host["excl"]), rig.cpus(host["anno"])
+    assert placed["fast"] == excl
+    assert placed["sys"] == rig.alloc.resources.reserved
+    assert placed["slow"] == rig.alloc.supply.sharable[rig.alloc.tree.top.id] | annotated
+    assert not placed["slow"] & excl
     with pytest.raises(OperationFailedError, match="CPU class 'turbo'"):
         rig.run("bad", "Guaranteed", cpu=1000, annotations=anno("cpu-class", "turbo"))
 
@@ -533,7 +540,9 @@ def test_cpu_class_annotation_needs_guaranteed_exclusive_cpus() -> None:
     assert rig.alloc.grants == {} and rig.alloc.supply.shared_granted == before
     _, mixed, _ = rig.run("m", "Guaranteed", cpu=1500, annotations=fast)  # 1 exclusive CPU
     _, iso, _ = rig.run("i", "Guaranteed", cpu=2000, annotations=fast)
-    assert [rig.host.settings[c.id].cpu_class for c in (mixed, iso)] == ["fast", "fast"]
+    assert [rig.tags(c)["topology-aware.cpu-class"] for c in (mixed, iso)] == ["fast", "fast"]
+    exclusive = [rig.alloc.grants[c.id].exclusive for c in (mixed, iso)]
+    assert rig.policy.host_assignment().cpu_classes["fast"] == exclusive[0] | exclusive[1]
 
 
 def test_pct_priority_takes_the_reference_strings() -> None:

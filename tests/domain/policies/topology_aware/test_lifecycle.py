@@ -286,32 +286,32 @@ CLASSES = {
 }
 
 
-def _class_calls(rig: object) -> list[str]:
-    return [
-        call.target.container_id
-        for call in rig.host.calls  # type: ignore[attr-defined]
-        if call.change is not None and call.change.cpu_class is not None
-    ]
-
-
-def test_cpu_class_is_sent_again_only_when_it_changes() -> None:
+def test_the_host_assignment_changes_only_with_classes_or_exclusive_cpus() -> None:
+    """CPU classes go to CPUs: while shared containers come and go, the assignment stays
+    the same object (the host enforcer then compares nothing); an exclusive grant, a new
+    class or a restart give the CPUs their classes again."""
     rig = make_rig("box-16", config(CLASSES))
+    first = rig.policy.host_assignment()
     conts = [rig.run(f"b{i}", cpu=100, limit=200)[1] for i in range(3)]
-    assert sorted(_class_calls(rig)) == sorted(c.id for c in conts)
-    rig.host.calls.clear()
-    outcome = rig.manager.reconfigure(config(CLASSES, reservedPoolNamespaces=["infra"]))
-    assert outcome.applied and _class_calls(rig) == []
+    assert rig.policy.host_assignment() is first
+    shared = rig.alloc.supply.sharable[rig.alloc.tree.top.id]
+    assert first.cpu_classes == {"powersave": shared}
+    assert first.interrupts is not None and first.interrupts.avoid == CPUSet()
+    _, excl, _ = rig.run("g", "Guaranteed", cpu=2000)
+    second = rig.policy.host_assignment()
+    assert second.cpu_classes["powersave"] == shared - rig.cpus(excl)
+    assert second.interrupts is not None and second.interrupts.avoid == rig.cpus(excl)
     again = make_rig("box-16", config(CLASSES), store=rig.store, clock=rig.clock)
-    assert _class_calls(again) == []
-    # a new class for the shared pool does go out, once per container
+    assert again.policy.host_assignment() == second
     outcome = again.manager.reconfigure(
         config(
             {**CLASSES, "cpuClasses": [{"name": "powersave"}, {"name": "eco"}]},
             sharedPoolCPUClass="eco",
         )
     )
-    assert outcome.applied and sorted(_class_calls(again)) == sorted(c.id for c in conts)
-    assert {again.host.settings[c.id].cpu_class for c in conts} == {"eco"}
+    assert outcome.applied
+    assert list(again.policy.host_assignment().cpu_classes) == ["eco"]
+    assert {again.tags(c)["topology-aware.cpu-class"] for c in conts} == {"eco"}
 
 
 @pytest.mark.parametrize("restart", [False, True])

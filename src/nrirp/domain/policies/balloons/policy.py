@@ -27,12 +27,13 @@ from nrirp.domain.config.derived import PerConfig
 from nrirp.domain.config.enums import TurboDomain
 from nrirp.domain.cpuallocator import CPUAllocator
 from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.hostcontrol.assignment import NO_ASSIGNMENT, HostAssignment
+from nrirp.domain.hostcontrol.classes import ClassSettings, resolve_classes
 from nrirp.domain.matching import glob_match
 from nrirp.domain.model import (
     AnnotationReader,
     Container,
     ContainerState,
-    HostChange,
     LinuxResources,
     Mount,
     Pod,
@@ -50,6 +51,7 @@ from nrirp.domain.policies.balloons.engine import Engine, NoBalloon, Plan
 from nrirp.domain.policies.balloons.export import describe, metrics, topology_zones
 from nrirp.domain.policies.balloons.fill import choose_balloon, choose_kind
 from nrirp.domain.policies.balloons.groups import expand_group
+from nrirp.domain.policies.balloons.host import balloon_assignment
 from nrirp.domain.policies.balloons.memory import MemoryPlacer
 from nrirp.domain.policies.balloons.persist import (
     TAG_BALLOON,
@@ -130,6 +132,7 @@ class BalloonsPolicy:
         """Containers whose own settings must be written (joined or resized), with why."""
         self._changed: set[str] = set()
         self._export: tuple[int, dict[str, Any]] | None = None
+        self._host: tuple[tuple[int, int, int], HostAssignment] | None = None
 
     # ================================================================== properties
     @property
@@ -597,8 +600,7 @@ class BalloonsPolicy:
             cache.set_tags(cid, **tags)
         cpu_class = balloon.kind.cpu_class
         if cpu_class is not None and ctr.tags.get(TAG_CPU_CLASS) != cpu_class:
-            cache.set_host_change(cid, HostChange(cpu_class=cpu_class))
-            cache.set_tags(cid, **{TAG_CPU_CLASS: cpu_class})
+            cache.set_tags(cid, **{TAG_CPU_CLASS: cpu_class})  # applied per CPU: host_assignment
 
     # ================================================================== notices
     def _announce(self, state: State) -> None:
@@ -627,19 +629,8 @@ class BalloonsPolicy:
                 )
         for name in state.engine.devices.unresolved:
             ctx.notice(f"preferCloseToDevices: {name!r} gives no CPU: not used")
-        classes = sorted({k.cpu_class for k in state.catalog.kinds if k.cpu_class})
-        if classes or state.catalog.idle_cpu_class:
-            ctx.notice(
-                "CPU classes are decided but not applied: no host adapter applies them yet"
-                f" (balloon classes: {', '.join(classes) or 'none'};"
-                f" idle CPUs: {state.catalog.idle_cpu_class or 'none'})",
-                severity=Severity.INFO,
-            )
-        if any(k.source.irq_claim or k.source.irq_mode for k in state.catalog.kinds):
-            ctx.notice(
-                "irqClaim/irqMode are not applied: no host adapter steers interrupts yet",
-                severity=Severity.INFO,
-            )
+        # what of the CPU classes and interrupt rules this host cannot apply is said by the
+        # resource manager's host enforcer, once per configuration
 
     # ================================================================== hooks
     def _locate(self, path: str) -> tuple[int, ...]:
@@ -683,6 +674,24 @@ class BalloonsPolicy:
     def handle_event(self, event: PolicyEvent) -> None:
         """The reference's balloons policy handles no events."""
 
+    def host_assignment(self) -> HostAssignment:
+        """CPU classes and interrupt affinity of the balloons as they are now (the same
+        object while neither the configuration nor any balloon's CPUs changed)."""
+        state = self._state
+        if state is None:
+            return NO_ASSIGNMENT
+        key = (id(state), id(state.engine), state.engine.version)
+        if self._host is None or self._host[0] != key:
+            control = state.config.control if state.config is not None else ControlConfig()
+            classes = _classes(state.spec, control)
+            assignment = balloon_assignment(
+                state.spec, control, state.catalog, state.engine, classes
+            )
+            if self._host is not None and self._host[1] == assignment:
+                assignment = self._host[1]
+            self._host = (key, assignment)
+        return self._host[1]
+
     def topology_zones(self) -> Sequence[TopologyZone]:
         if self._state is None:
             return ()
@@ -723,6 +732,15 @@ def _config_digests(
 
 
 _digests = PerConfig(_config_digests)
+
+
+def _resolved_classes(
+    spec: BalloonsPolicySpec, control: ControlConfig
+) -> Mapping[str, ClassSettings]:
+    return resolve_classes(spec.cpu_classes, control)
+
+
+_classes = PerConfig(_resolved_classes)
 
 
 def _placement_digest(spec: BalloonsPolicySpec, privileged_text: str = "") -> str:

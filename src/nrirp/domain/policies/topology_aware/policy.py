@@ -24,9 +24,11 @@ from nrirp.domain.config import (
 )
 from nrirp.domain.cpuallocator import CPUAllocator
 from nrirp.domain.cpuset import CPUSet
-from nrirp.domain.model import Container, ContainerState, HostChange, LinuxResources, Pod
+from nrirp.domain.hostcontrol.assignment import NO_ASSIGNMENT, HostAssignment
+from nrirp.domain.model import Container, ContainerState, LinuxResources, Pod
 from nrirp.domain.policies.topology_aware.allocations import Allocations
 from nrirp.domain.policies.topology_aware.classes import (
+    EXCLUSIVE_KINDS,
     Classes,
     check_cpu_class,
     choose_classes,
@@ -43,6 +45,7 @@ from nrirp.domain.policies.topology_aware.grants import (
     saved_grant,
 )
 from nrirp.domain.policies.topology_aware.hint_limits import hint_limits
+from nrirp.domain.policies.topology_aware.host import HostPlan
 from nrirp.domain.policies.topology_aware.planner import Plan
 from nrirp.domain.policies.topology_aware.pools import Pool
 from nrirp.domain.policies.topology_aware.preferences import (
@@ -106,6 +109,7 @@ class TopologyAwarePolicy:
         self._alloc: Allocations | None = None
         self._timers: dict[str, Any] = {}
         self._decisions: list[tuple[str, str]] = []
+        self._host = HostPlan()
 
     # ================================================================== properties
     @property
@@ -134,6 +138,7 @@ class TopologyAwarePolicy:
         self._cpu_allocator = CPUAllocator(ctx.machine)
         alloc = Allocations(ctx.machine, spec, self._cpu_allocator)
         self._spec, self._control, self._index, self._alloc = spec, control, index, alloc
+        self._host.reset()
         data = ctx.cache.policy_data(self.name) or {}
         deadlines = _deadlines(data)
         entries = [(c, saved_grant(c.tags)) for c in ctx.cache.active_containers()]
@@ -158,10 +163,13 @@ class TopologyAwarePolicy:
                 deadlines[ctr.id] = grant.cold_start_until
         prev = (self._spec, self._control, self._index, self._alloc)
         self._spec, self._control, self._index, self._alloc = spec, control, index, alloc
+        granted = self._host.snapshot()
+        self._host.reset()
         try:
             self._readmit(alloc, entries, deadlines=deadlines, strict=True)
         except Exception:
             self._spec, self._control, self._index, self._alloc = prev
+            self._host.reset(granted)
             raise
         alloc.mark_all_dirty()
         self._apply()
@@ -284,6 +292,7 @@ class TopologyAwarePolicy:
 
     def _release(self, container_id: str) -> None:
         self.allocations.release(container_id)
+        self._host.released(container_id)
         handle = self._timers.pop(container_id, None)
         if handle is not None:
             handle.cancel()
@@ -394,10 +403,11 @@ class TopologyAwarePolicy:
         if initial and (classes.scheduling is not None or classes.io_priority is not None):
             cache.set_scheduling(cid, classes.scheduling, classes.io_priority)
         cpu_class = classes.cpu_class or default_cpu_class(self._spec, grant.kind)
+        exclusive = grant.exclusive if grant.kind in EXCLUSIVE_KINDS else CPUSet()
+        self._host.granted(cid, cpu_class, exclusive)  # CPU classes go per CPU: host_assignment
         if cpu_class is not None:
             current = cache.container(cid)
             if current is None or current.tags.get(TAG_CPU_CLASS) != cpu_class:
-                cache.set_host_change(cid, HostChange(cpu_class=cpu_class))
                 cache.set_tags(cid, **{TAG_CPU_CLASS: cpu_class})
         if classes.rdt_class is not None:
             cache.set_rdt_class(cid, classes.rdt_class)
@@ -493,6 +503,13 @@ class TopologyAwarePolicy:
             )
 
     # ================================================================== exports
+    def host_assignment(self) -> HostAssignment:
+        """CPU classes and interrupt affinity of the placement now (the same object while
+        the configuration, the shared CPUs and the exclusive grants stay as they are)."""
+        if self._alloc is None:
+            return NO_ASSIGNMENT
+        return self._host.assignment(self._spec, self._control, self._alloc)
+
     def topology_zones(self) -> Sequence[TopologyZone]:
         return topology_zones(self._alloc) if self._alloc is not None else ()
 
