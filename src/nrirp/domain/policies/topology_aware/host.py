@@ -19,6 +19,9 @@ from nrirp.domain.hostcontrol.assignment import NO_ASSIGNMENT, HostAssignment
 from nrirp.domain.hostcontrol.classes import ClassSettings, resolve_classes
 from nrirp.domain.hostcontrol.interrupts import InterruptPlan
 from nrirp.domain.policies.topology_aware.allocations import Allocations
+from nrirp.domain.policies.topology_aware.grants import Grant
+from nrirp.domain.policies.topology_aware.preferences import CPUKind
+from nrirp.domain.topology import Machine, MemoryType
 
 
 class HostPlan:
@@ -100,3 +103,33 @@ class HostPlan:
                 resolve_classes(spec.cpu_classes, control),
             )
         return cached[2]
+
+
+def exported_resources(alloc: Allocations, grant: Grant, machine: Machine) -> dict[str, str]:
+    """A grant as the reference exports it in ``resources.sh``: ``SHARED_CPUS`` (when it has
+    a shared part: its pool's shared CPUs, or the reserved ones), ``ISOLATED_CPUS`` and
+    ``EXCLUSIVE_CPUS`` (its own, split by kernel isolation), ``ALL_MEMS`` and the nodes of each
+    memory type (``DRAM_MEMS``, ``PMEM_MEMS``, ``HBM_MEMS``); empty values are left out."""
+    data: dict[str, str] = {}
+    if grant.kind is CPUKind.RESERVED or grant.reserved:
+        data["SHARED_CPUS"] = str(alloc.supply.reserved_of(grant.pool))
+    elif grant.shared or grant.kind is CPUKind.SHARED:
+        data["SHARED_CPUS"] = str(alloc.supply.shared_cpus(grant.pool))
+    isolated = grant.exclusive & alloc.resources.isolated
+    exclusive = grant.exclusive - isolated
+    if isolated:
+        data["ISOLATED_CPUS"] = str(isolated)
+    if exclusive:
+        data["EXCLUSIVE_CPUS"] = str(exclusive)
+    mems = grant.memory if grant.memory is not None else grant.pool.mems
+    if mems:
+        data["ALL_MEMS"] = str(mems)
+        for kind, key in (
+            (MemoryType.DRAM, "DRAM_MEMS"),
+            (MemoryType.PMEM, "PMEM_MEMS"),
+            (MemoryType.HBM, "HBM_MEMS"),
+        ):
+            typed = CPUSet.from_ids(n for n in mems if machine.memory_type(n) is kind)
+            if typed:
+                data[key] = str(typed)
+    return data

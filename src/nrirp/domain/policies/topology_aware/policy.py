@@ -45,7 +45,7 @@ from nrirp.domain.policies.topology_aware.grants import (
     saved_grant,
 )
 from nrirp.domain.policies.topology_aware.hint_limits import hint_limits
-from nrirp.domain.policies.topology_aware.host import HostPlan
+from nrirp.domain.policies.topology_aware.host import HostPlan, exported_resources
 from nrirp.domain.policies.topology_aware.planner import Plan
 from nrirp.domain.policies.topology_aware.pools import Pool
 from nrirp.domain.policies.topology_aware.preferences import (
@@ -509,6 +509,13 @@ class TopologyAwarePolicy:
         if self._alloc is None:
             return NO_ASSIGNMENT
         return self._host.assignment(self._spec, self._control, self._alloc)
+
+    def exported_resources(self, container_id: str) -> Mapping[str, str] | None:
+        """The container's allocation for its ``resources.sh`` (``None``: it has none)."""
+        grant = self._alloc.grants.get(container_id) if self._alloc is not None else None
+        if grant is None:
+            return None
+        return exported_resources(self.allocations, grant, self.ctx.machine)
 
     def topology_zones(self) -> Sequence[TopologyZone]:
         return topology_zones(self._alloc) if self._alloc is not None else ()
