@@ -156,7 +156,7 @@ def test_fake_two_socket_machine_places_and_moves(
     kube = fresh_kubelet
     k = kube.run_pod(besteffort_pod("system", namespace="kube-system")).container_id("c")
     reserved = wait_placed(kube, daemon, k, "0", kind="reserved")
-    assert reserved.pool == "socket #0"  # the only pool holding the reserved CPU 0
+    assert reserved.pool == "root"  # reserved containers live in the root pool (the reference)
     _moves_for_exclusive(kube, daemon, shared_pool="socket #1")
 
 
