@@ -61,6 +61,10 @@ def test_an_environment_overrides_only_what_differs() -> None:
         "decision_log",  # the last decision of each container kept for status
         "kubernetes",  # the node agent, when it runs
         "topology_hints",  # sysfs, then the kubelet's pod resources
+        "cpu_power",  # host-wide controls on the node (--host-control)
+        "interrupts",
+        "resctrl",
+        "resource_export",
     }
     differs = {
         name
@@ -73,4 +77,8 @@ def test_an_environment_overrides_only_what_differs() -> None:
         "host_control",
         "decision_log",
         "runtime_updates",
+        "cpu_power",  # on the fake machine's host tree
+        "interrupts",
+        "resctrl",
+        "resource_export",
     }

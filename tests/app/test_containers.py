@@ -16,6 +16,10 @@ from nrirp.adapters.fakehw import (
     resolve,
     write_sysfs,
 )
+from nrirp.adapters.hostcontrol.cpufreq import SysfsCPUPower
+from nrirp.adapters.hostcontrol.host import HostAdapter
+from nrirp.adapters.hostcontrol.irq import ProcInterruptControl
+from nrirp.adapters.hostcontrol.resctrl import ResctrlFs
 from nrirp.adapters.memory import (
     FakeClock,
     InMemoryHostControl,
@@ -246,6 +250,15 @@ def daemon(tmp_path: Path, sysfs: Path, **config: object) -> DaemonContainer:
     return container
 
 
+def test_daemon_host_controls_can_be_turned_off(tmp_path: Path, sysfs_tree: Path) -> None:
+    container = daemon(tmp_path, sysfs_tree, policy="template", host_controls=["sched"])
+    assert isinstance(container.adapters.host_control(), HostAdapter)
+    for port in ("cpu_power", "interrupts", "resctrl", "resource_export"):
+        assert getattr(container.adapters, port)() is None
+    none = daemon(tmp_path, sysfs_tree, policy="template", host_controls=[])
+    assert isinstance(none.adapters.host_control(), CgroupfsHostControl)
+
+
 def test_daemon_wires_real_adapters(tmp_path: Path, sysfs_tree: Path) -> None:
     cgroup_v2_tree(tmp_path / "cgroup")
     container = daemon(tmp_path, sysfs_tree, policy="first-cpu", policy_modules=[THIS_MODULE])
@@ -253,7 +266,11 @@ def test_daemon_wires_real_adapters(tmp_path: Path, sysfs_tree: Path) -> None:
     assert len(manager.machine.online) == 16  # read from the sysfs tree
     store = container.adapters.state_store()
     assert isinstance(store, FileStateStore) and store.path == str(tmp_path / "state" / "cache")
-    assert isinstance(container.adapters.host_control(), CgroupfsHostControl)
+    host = container.adapters.host_control()
+    assert isinstance(host, HostAdapter) and isinstance(host.cgroups, CgroupfsHostControl)
+    assert isinstance(container.adapters.cpu_power(), SysfsCPUPower)
+    assert isinstance(container.adapters.interrupts(), ProcInterruptControl)
+    assert isinstance(container.adapters.resctrl(), ResctrlFs)
     assert isinstance(container.adapters.runtime_updates(), NriRuntimeUpdates)
     run_lifecycle(manager)
     store.close()

@@ -660,14 +660,18 @@ def test_classes() -> None:
     assert "nope" in " ".join(steps[7].errors)
     assert "this one is Burstable" in " ".join(steps[8].errors)  # cpu-class, not Guaranteed
     runtime = container.runtime()
-    host = container.adapters.host_control()
+    classes = container.core.resource_manager().host.power_target.classes  # class per CPU
 
     def scheduler(ns: str, pod: str, name: str) -> Any:
         return runtime.find_container(ns, pod, name).container.linux.scheduler
 
     def cpu_class(ns: str, pod: str, name: str) -> str | None:
-        change = host.settings.get(runtime.find_container(ns, pod, name).id)
-        return None if change is None else change.cpu_class
+        cpus = CPUSet.parse(
+            runtime.find_container(ns, pod, name).container.linux.resources.cpu.cpus
+        )
+        found = {classes.get(cpu) for cpu in cpus}
+        assert len(found) == 1, found  # one class on all of the container's CPUs
+        return found.pop()
 
     assert cpu_class("kube-system", "coredns", "coredns") == "powersave"  # reservedPoolCPUClass
     assert cpu_class("default", "be", "app") == "normal"  # sharedPoolCPUClass

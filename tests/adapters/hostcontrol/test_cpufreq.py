@@ -3,6 +3,8 @@ files."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from nrirp.adapters.hostcontrol.cpufreq import SysfsCPUPower
 from nrirp.domain.hostcontrol.power import (
     ALL_KNOBS,
@@ -123,3 +125,17 @@ def test_lowering_and_raising_keep_min_below_max_in_order() -> None:
         written.clear()
         power.apply(PowerTarget(cpus={3: CPUTarget(min_khz=3_500_000, max_khz=3_800_000)}))
         assert written == ["scaling_max_freq", "scaling_min_freq"]  # raising: max first
+
+
+def test_a_killed_daemon_still_restores_what_it_found(tmp_path: Path) -> None:
+    journal = str(tmp_path / "cpu-power.json")
+    with host_tree() as tree:
+        first = SysfsCPUPower(tree.sysfs_root, journal)
+        first.apply(PowerTarget(cpus={3: CPUTarget(max_khz=2_000_000, governor="performance")}))
+        # killed: the next daemon finds our values on the host and the originals in the journal
+        second = SysfsCPUPower(tree.sysfs_root, journal)
+        second.apply(NO_TARGET)
+        assert read(tree, f"{CPU3}/cpufreq/scaling_max_freq") == "4000000"
+        assert read(tree, f"{CPU3}/cpufreq/scaling_governor") == "powersave"
+        second.restore()
+        assert not Path(journal).exists()

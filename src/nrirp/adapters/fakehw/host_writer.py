@@ -25,6 +25,7 @@ import os
 import shutil
 import stat
 import tempfile
+import weakref
 
 from nrirp.adapters.fakehw.discovery import scratch_dir
 from nrirp.adapters.fakehw.host_spec import HostSpec
@@ -218,6 +219,9 @@ class FakeHostTree:
         self.layout = resolve(spec, f"machine {spec.name}")
         self._temporary = root is None
         self.root = root or tempfile.mkdtemp(prefix=f"nrirp-host-{spec.name}-", dir=scratch_dir())
+        self._cleanup = (
+            weakref.finalize(self, shutil.rmtree, self.root, True) if self._temporary else None
+        )
         write_sysfs(self.layout, self.sysfs_root)
         write_procfs(self.layout, self.procfs_root)
         write_host(self.layout, self.root)
@@ -235,8 +239,9 @@ class FakeHostTree:
         return os.path.join(self.root, "sys", "fs", "resctrl")
 
     def close(self) -> None:
-        if self._temporary:
-            shutil.rmtree(self.root, ignore_errors=True)
+        """Remove a temporary tree (also done when the tree is collected, or at exit)."""
+        if self._cleanup is not None:
+            self._cleanup()
 
     def __enter__(self) -> FakeHostTree:
         return self

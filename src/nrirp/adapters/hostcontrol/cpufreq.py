@@ -54,13 +54,14 @@ _KNOB_FILES = (
 
 class SysfsCPUPower:
     """CPU classes' settings written to the sysfs tree at ``root``; the values found before
-    the first write are kept (in memory) and written back by :meth:`restore` and whenever a
-    setting no longer has a class."""
+    the first write are kept (in memory, and in ``journal`` when given: see
+    :class:`TrackedFiles`) and written back by :meth:`restore` and whenever a setting no
+    longer has a class."""
 
-    def __init__(self, root: str = "/sys") -> None:
+    def __init__(self, root: str = "/sys", journal: str | None = None) -> None:
         self.root = root.rstrip("/") or "/"
         self._cpu_dir = os.path.join(self.root, "devices/system/cpu")
-        self._files = TrackedFiles()
+        self._files = TrackedFiles(journal)
         self._caps: PowerCaps | None = None
 
     # ------------------------------------------------------------------ discovery

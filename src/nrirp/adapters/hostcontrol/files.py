@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import stat
 
@@ -69,11 +71,23 @@ class TrackedFiles:
     """Files written on the host, each with the value it had before the first write.
 
     :meth:`set` writes only when the value differs from what is there (as last written or
-    found); :meth:`reset` writes the original back; :meth:`restore` resets every file."""
+    found); :meth:`reset` writes the original back; :meth:`restore` resets every file.
+    ``journal``: a file (in the daemon's state directory) where the originals are kept as
+    soon as they are known, so that a daemon killed without restoring finds them again at its
+    next start and can still give the host its own values back; removed once restored."""
 
-    def __init__(self) -> None:
+    def __init__(self, journal: str | None = None) -> None:
         self.originals: dict[str, str] = {}
         self.current: dict[str, str] = {}
+        self._journal = journal
+        if journal is not None:
+            try:
+                with open(journal, encoding="utf-8") as f:
+                    found = json.load(f)
+            except (OSError, ValueError):
+                found = {}
+            if isinstance(found, dict):
+                self.originals = {str(k): str(v) for k, v in found.items()}
 
     def set(self, path: str, value: str) -> None:
         if path not in self.originals:
@@ -82,6 +96,9 @@ class TrackedFiles:
                 raise HostControlError(f"cannot read {path}")
             self.originals[path] = found
             self.current[path] = found
+            self._save()
+        if path not in self.current:  # an original from the journal: what is there now?
+            self.current[path] = read_text(path) or ""
         if self.current[path] == value:
             return
         write_text(path, value)
@@ -102,14 +119,34 @@ class TrackedFiles:
         return list(self.originals)
 
     def restore(self) -> list[str]:
-        """Every original back; returns the failures (one line each)."""
+        """Every original back; returns the failures (one line each). Once all are back, the
+        journal is removed."""
         problems = []
         for path in self.paths():
             try:
+                if path not in self.current:  # known from the journal only
+                    self.current[path] = read_text(path) or ""
                 self.reset(path)
             except HostControlError as exc:
                 problems.append(str(exc))
+        if not problems and self._journal is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._journal)
         return problems
+
+    def _save(self) -> None:
+        if self._journal is None:
+            return
+        temporary = self._journal + ".new"
+        try:
+            with open(temporary, "w", encoding="utf-8") as f:
+                json.dump(self.originals, f)
+            os.replace(temporary, self._journal)
+        except OSError as exc:
+            why = exc.strerror or exc
+            raise HostControlError(
+                f"cannot keep the original values in {self._journal}: {why}"
+            ) from None
 
 
 def raise_problems(what: str, problems: list[str]) -> None:

@@ -37,12 +37,13 @@ def cpus_to_mask(cpus: CPUSet, groups: int = 1) -> str:
 
 
 class ProcInterruptControl:
-    """Interrupt affinities written under the procfs tree at ``root`` (``/proc``)."""
+    """Interrupt affinities written under the procfs tree at ``root`` (``/proc``); the
+    affinities found first are kept in ``journal`` too, when given (:class:`TrackedFiles`)."""
 
-    def __init__(self, root: str = "/proc") -> None:
+    def __init__(self, root: str = "/proc", journal: str | None = None) -> None:
         self.root = root.rstrip("/") or "/"
         self._irq_dir = os.path.join(self.root, "irq")
-        self._files = TrackedFiles()
+        self._files = TrackedFiles(journal)
         self._refused: set[int] = set()
 
     def interrupts(self) -> tuple[Interrupt, ...]:

@@ -48,6 +48,7 @@ def parse_version(text: str) -> Version | None:
 
 
 NRI_0_10 = Version(0, 10, 0)
+NRI_0_11 = Version(0, 11, 0)
 NRI_0_12 = Version(0, 12, 0)
 
 PLUGIN_NRI_VERSION = Version(0, 12, 2)
@@ -98,6 +99,13 @@ class RuntimeLevel:
         if self.nri_version is not None and self.nri_version >= NRI_0_10:
             return ALL_EVENTS
         return LEGACY_EVENTS
+
+    @property
+    def carries_scheduling(self) -> bool:
+        """True if the runtime applies the scheduler and I/O priority of a creation
+        adjustment: NRI >= 0.11 (containerd >= 2.2.1; 2.2.0's NRI 0.10 has the I/O priority
+        field but containerd applies neither before 2.2.1)."""
+        return self.nri_version is not None and self.nri_version >= NRI_0_11
 
     @property
     def dedicated_event_rpcs(self) -> bool:

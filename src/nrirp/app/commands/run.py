@@ -104,6 +104,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="cgroup root for settings NRI cannot carry (default: %(default)s)",
     )
     parser.add_argument(
+        "--host-control",
+        metavar="LIST",
+        type=_host_controls,
+        default=None,
+        help="host controls to use, comma-separated, of cpu (CPU classes: cpufreq, cpuidle, "
+        "uncore), irq (interrupt affinity), rdt (resctrl groups), sched (scheduling classes on "
+        "tasks when NRI cannot carry them), export (resources.sh); 'none' for none "
+        "(default: all)",
+    )
+    parser.add_argument(
         "--config-poll-interval",
         metavar="SECONDS",
         type=float,
@@ -146,6 +156,20 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
 
 
+def _host_controls(text: str) -> list[str]:
+    from nrirp.app.daemon.host import HOST_CONTROLS
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["none"]:
+        return []
+    unknown = [n for n in names if n not in HOST_CONTROLS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown host control {', '.join(unknown)} (known: {', '.join(HOST_CONTROLS)}, none)"
+        )
+    return names
+
+
 def _run(args: argparse.Namespace) -> int:
     from nrirp import __version__
     from nrirp.adapters.kubernetes import ClusterError
@@ -173,6 +197,7 @@ def _run(args: argparse.Namespace) -> int:
             "sysfs_root": args.sysfs_root,
             "memory_types": dict(args.memory_type),
             "cgroup_root": args.cgroup_root,
+            "host_controls": args.host_control,
             "pod_resources_socket": args.pod_resources_socket,
         }
     )
@@ -404,6 +429,8 @@ class Daemon:
 
     def _flush(self, code: int) -> int:
         from nrirp.domain.ports.state_store import StateStoreError
+
+        self.manager.shutdown()  # the host gets back what was changed (CPU classes, IRQs, ...)
 
         close_timers = getattr(self.container.adapters.container.timers(), "close", None)
         if callable(close_timers):  # no policy timer may fire after the final save

@@ -26,13 +26,17 @@ from nrirp.adapters.sysfs import SysfsDiscovery, SysfsTopologyHints
 from nrirp.adapters.system import LoggingDecisionLog, SystemClock, ThreadTimers
 from nrirp.app.composition.core import Ports
 from nrirp.domain.ports.clock import Clock
+from nrirp.domain.ports.cpu_power import CPUPowerControl
 from nrirp.domain.ports.decisions import DecisionLog
 from nrirp.domain.ports.documents import AnnotationParser
 from nrirp.domain.ports.hardware import HardwareDiscovery
 from nrirp.domain.ports.host_control import HostControl
 from nrirp.domain.ports.inbound import InboundObserver
+from nrirp.domain.ports.interrupts import InterruptControl
 from nrirp.domain.ports.kubernetes import Kubernetes
 from nrirp.domain.ports.metrics import Metrics
+from nrirp.domain.ports.resctrl import ResctrlControl
+from nrirp.domain.ports.resource_export import ResourceExport
 from nrirp.domain.ports.state_store import StateStore
 from nrirp.domain.ports.timers import Timers
 from nrirp.domain.ports.topology_hints import TopologyHintSource
@@ -53,7 +57,8 @@ def sysfs_topology_hints(root: str | None) -> SysfsTopologyHints:
 
 class Adapters(Ports):
     """The base set: hardware and topology hints from sysfs, state in memory, no host
-    control and no metrics, the system clock, decisions to the ``nrirp.decisions`` logger,
+    control (per container, nor host-wide: CPU power, interrupts, resctrl, resource export)
+    and no metrics, the system clock, decisions to the ``nrirp.decisions`` logger,
     thread timers, the YAML annotation parser, no node agent (``kubernetes``), no recorder
     (``inbound_observer``: ``nrirp run --record`` sets one).
     ``runtime_updates`` has no default: the environment provides it (the NRI plugin's, or
@@ -79,4 +84,8 @@ class Adapters(Ports):
         YamlAnnotationParser
     )
     kubernetes: providers.Provider[Kubernetes | None] = providers.Object(None)
+    cpu_power: providers.Provider[CPUPowerControl | None] = providers.Object(None)
+    interrupts: providers.Provider[InterruptControl | None] = providers.Object(None)
+    resctrl: providers.Provider[ResctrlControl | None] = providers.Object(None)
+    resource_export: providers.Provider[ResourceExport | None] = providers.Object(None)
     inbound_observer: providers.Provider[InboundObserver | None] = providers.Object(None)

@@ -25,13 +25,17 @@ from nrirp.domain.config import PolicyConfig
 from nrirp.domain.pipeline import DefaultConfigCodec, ResourceManager
 from nrirp.domain.policy import PolicyRegistry
 from nrirp.domain.ports.clock import Clock
+from nrirp.domain.ports.cpu_power import CPUPowerControl
 from nrirp.domain.ports.decisions import DecisionLog
 from nrirp.domain.ports.documents import AnnotationParser
 from nrirp.domain.ports.hardware import HardwareDiscovery
 from nrirp.domain.ports.host_control import HostControl
 from nrirp.domain.ports.inbound import InboundObserver
+from nrirp.domain.ports.interrupts import InterruptControl
 from nrirp.domain.ports.kubernetes import Kubernetes
 from nrirp.domain.ports.metrics import Metrics
+from nrirp.domain.ports.resctrl import ResctrlControl
+from nrirp.domain.ports.resource_export import ResourceExport
 from nrirp.domain.ports.runtime_updates import RuntimeUpdates
 from nrirp.domain.ports.state_store import StateStore
 from nrirp.domain.ports.timers import Timers
@@ -56,6 +60,10 @@ class Ports(containers.DeclarativeContainer):
     timers: providers.Provider[Timers] = providers.Dependency()
     annotation_parser: providers.Provider[AnnotationParser] = providers.Dependency()
     kubernetes: providers.Provider[Kubernetes | None] = providers.Dependency()
+    cpu_power: providers.Provider[CPUPowerControl | None] = providers.Dependency()
+    interrupts: providers.Provider[InterruptControl | None] = providers.Dependency()
+    resctrl: providers.Provider[ResctrlControl | None] = providers.Dependency()
+    resource_export: providers.Provider[ResourceExport | None] = providers.Dependency()
     inbound_observer: providers.Provider[InboundObserver | None] = providers.Dependency()
 
 
@@ -107,6 +115,10 @@ class CoreContainer(Ports):
         annotation_parser=Ports.annotation_parser,
         kubernetes=Ports.kubernetes,
         observer=Ports.inbound_observer,
+        cpu_power=Ports.cpu_power,
+        interrupts=Ports.interrupts,
+        resctrl=Ports.resctrl,
+        resource_export=Ports.resource_export,
         config_codec=config_codec,
     )
 

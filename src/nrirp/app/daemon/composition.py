@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dependency_injector import containers, providers
 
-from nrirp.adapters.cgroups import CgroupfsHostControl
 from nrirp.adapters.memory import LastDecisions
 from nrirp.adapters.metrics import MetricsRecorder
 from nrirp.adapters.nri.resmgr.plugin import ConnectionObserver, ResourceManagerPlugin
@@ -15,6 +14,7 @@ from nrirp.adapters.storage import FileStateStore
 from nrirp.adapters.system import LoggingDecisionLog
 from nrirp.app.composition import Adapters, core_over
 from nrirp.app.composition.node_agent import daemon_topology_hints, kubernetes_agent
+from nrirp.app.daemon import host
 from nrirp.app.daemon.health import RuntimeConnection
 from nrirp.app.daemon.observability import Observability
 from nrirp.app.daemon.status import ConfigState
@@ -31,10 +31,6 @@ DEFAULT_PLUGIN_INDEX = "90"
 
 def file_state_store(state_dir: str | None, recorder: MetricsRecorder) -> FileStateStore:
     return FileStateStore(state_dir or DEFAULT_STATE_DIR, on_write=recorder.state_written)
-
-
-def cgroupfs_host_control(root: str | None) -> CgroupfsHostControl:
-    return CgroupfsHostControl(root or DEFAULT_CGROUP_ROOT)
 
 
 def nri_stub(
@@ -84,7 +80,31 @@ class DaemonAdapters(Adapters):
     decisions = providers.Singleton(LastDecisions, providers.Singleton(LoggingDecisionLog))
     decision_log: providers.Provider[DecisionLog] = providers.Callable(as_decision_log, decisions)
     state_store = providers.Singleton(file_state_store, Adapters.config.state_dir, recorder)
-    host_control = providers.Singleton(cgroupfs_host_control, Adapters.config.cgroup_root)
+    cgroups = providers.Singleton(host.cgroupfs, Adapters.config.cgroup_root)
+    host_control = providers.Singleton(
+        host.host_control,
+        cgroups,
+        Adapters.config.sysfs_root,
+        Adapters.config.host_controls,
+    )
+    cpu_power = providers.Singleton(
+        host.cpu_power,
+        Adapters.config.sysfs_root,
+        Adapters.config.state_dir,
+        Adapters.config.host_controls,
+    )
+    interrupts = providers.Singleton(
+        host.interrupts,
+        Adapters.config.sysfs_root,
+        Adapters.config.state_dir,
+        Adapters.config.host_controls,
+    )
+    resctrl = providers.Singleton(
+        host.resctrl, Adapters.config.sysfs_root, Adapters.config.host_controls
+    )
+    resource_export = providers.Singleton(
+        host.resource_export, Adapters.config.state_dir, Adapters.config.host_controls
+    )
     runtime_updates = providers.Singleton(NriRuntimeUpdates)
     kubernetes: providers.Provider[Kubernetes | None] = providers.Singleton(
         kubernetes_agent, Adapters.config.agent

@@ -136,7 +136,7 @@ def use_engine_api(container: DaemonContainer, socket_path: str, *, nri_v01: boo
             updates,
             socket_path,
             container.core.container.policy_registry,
-            adapters.host_control if nri_v01 else providers.Object(None),
+            adapters.cgroups if nri_v01 else providers.Object(None),
         )
     )
 

@@ -17,6 +17,13 @@ from nrirp.adapters.nri.resmgr.plugin import ResourceManagerPlugin
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
 from nrirp.adapters.sysfs import SysfsDiscovery, SysfsTopologyHints
 from nrirp.app.composition import Adapters, core_over
+from nrirp.app.simulator.host import (
+    cpu_power_of,
+    interrupts_of,
+    resctrl_of,
+    resource_export_of,
+    simulated_host,
+)
 from nrirp.app.simulator.simulation import Simulation, simulated_runtime
 from nrirp.domain.ports.hardware import HardwareDiscovery
 from nrirp.domain.ports.topology_hints import TopologyHintSource
@@ -53,7 +60,9 @@ def simulator_topology_hints(
 class SimulatorAdapters(Adapters):
     """The base set, with fake hardware (config key ``machine``: a catalogue machine or a spec
     file; else the sysfs tree at ``sysfs_root``) and its devices' topology hints, in-memory
-    host control, recorded decisions (``decision_log().decisions``) and updates over NRI."""
+    host control per container, the host-wide controls on the fake machine's host tree
+    (``host``: :mod:`~nrirp.app.simulator.host`), recorded decisions
+    (``decision_log().decisions``) and updates over NRI."""
 
     hardware = providers.Singleton(
         simulator_hardware,
@@ -65,6 +74,11 @@ class SimulatorAdapters(Adapters):
         simulator_topology_hints, hardware, Adapters.config.sysfs_root
     )
     host_control = providers.Singleton(InMemoryHostControl)
+    host = providers.Singleton(simulated_host, hardware)
+    cpu_power = providers.Callable(cpu_power_of, host)
+    interrupts = providers.Callable(interrupts_of, host)
+    resctrl = providers.Callable(resctrl_of, host)
+    resource_export = providers.Callable(resource_export_of, host)
     decision_log = providers.Singleton(RecordingDecisionLog)
     runtime_updates = providers.Singleton(NriRuntimeUpdates)
 

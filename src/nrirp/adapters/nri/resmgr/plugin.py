@@ -33,6 +33,8 @@ from nrirp.adapters.nri.resmgr.translate import (
 )
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
 from nrirp.adapters.nri.stub import Plugin, RequestRefused
+from nrirp.adapters.nri.versions import runtime_level
+from nrirp.domain.control import RuntimeFeatures
 from nrirp.domain.model import Container, Pod
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.pipeline.errors import OperationFailedError, PipelineError
@@ -72,6 +74,17 @@ class ResourceManagerPlugin(Plugin):
     async def configure(self, request: api_pb2.ConfigureRequest) -> None:
         if self.observer is not None:
             self.observer.configured(request.runtime_name, request.runtime_version)
+        level = runtime_level(request.runtime_name, request.runtime_version, request.NRI_version)
+        carried = level.carries_scheduling
+        self.manager.set_runtime_features(RuntimeFeatures(scheduling=carried, io_priority=carried))
+        if not carried:
+            log.info(
+                "the runtime (%s %s, %s) does not apply scheduling classes from NRI: "
+                "they are applied to the containers' tasks after they start",
+                request.runtime_name or "unknown",
+                request.runtime_version or "",
+                level,
+            )
         return None  # every event the plugin handles
 
     async def synchronize(
