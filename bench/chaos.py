@@ -232,7 +232,15 @@ async def wait_synchronized(runtime: SimRuntime, seen: int, timeout: float) -> t
             for e in runtime.journal.events[seen:]
         )
 
-    await runtime.journal.wait_for(synchronized, timeout)
+    try:
+        await runtime.journal.wait_for(synchronized, timeout)
+    except TimeoutError:
+        events = "; ".join(
+            f"{e.kind.value} {e.plugin} {e.detail}" for e in runtime.journal.events[seen:]
+        )
+        raise RuntimeError(
+            f"not synchronized within {timeout} s: {events or 'no plugin event'}"
+        ) from None
     fresh = runtime.journal.events[seen:]
     registered = next(e.at for e in fresh if e.kind is PluginEventKind.REGISTERED)
     synced = next(e.at for e in fresh if e.kind is PluginEventKind.SYNCHRONIZED)
