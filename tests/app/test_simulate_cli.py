@@ -141,8 +141,10 @@ def test_json_document_schema(capsys: pytest.CaptureFixture[str]) -> None:
         "pools",
         "checks",
         "state_shown",
+        "host",
     ]
     assert step["balloons"] == [] and step["pools"] == []  # the policy has neither
+    assert step["host"]["cpu_classes"] == [] and step["host"]["files"] == {}  # none here
     assert step["checks"] == []  # the step has no expect checks
     assert (step["number"], step["kind"], step["ok"]) == (2, "createPod", True)
     assert step["description"] == "create pod shop/db (Guaranteed; container postgres)"
@@ -181,6 +183,7 @@ def test_json_document_schema(capsys: pytest.CaptureFixture[str]) -> None:
         "pool": None,
         "scheduling": None,
         "io_priority": None,
+        "applied_by": None,
     }
     assert len(postgres["id"]) == 64
     refused = doc["steps"][3]

@@ -31,6 +31,7 @@ from nrirp.app.simulator.expect import (
     StepState,
     check_step,
 )
+from nrirp.app.simulator.host_view import HostView, HostWatcher
 from nrirp.app.simulator.policy_view import adjusted_settings, holders, pool_views
 from nrirp.app.simulator.results import (
     BalloonView,
@@ -99,6 +100,7 @@ class Replayer:
         store: Any = None,
         specs: PolicySpecs | None = None,
         host_control: Any = None,
+        host: HostWatcher | None = None,
         *,
         last_state_only: bool = False,
         recorded_config: bool = True,
@@ -113,6 +115,8 @@ class Replayer:
         self.store = store
         self.specs = specs
         self.host_settings: Mapping[str, HostChange] = getattr(host_control, "settings", {})
+        self.host = host
+        self._host_view: HostView | None = None
         self.runtime: SimRuntime = simulation.runtime
         self.manager = manager
         self.updates = updates
@@ -169,6 +173,7 @@ class Replayer:
         pods, containers = self._state(pools, balloons) if shown else ((), ())
         checks = check_step(step.expect, self._check_state(containers, pools, balloons))
         note = "; ".join(n for n in (step.note, self._replay_note) if n)
+        host_view, host_changed = self._watch_host()
         return StepResult(
             state_shown=shown,
             number=step.number,
@@ -185,7 +190,18 @@ class Replayer:
             balloons=balloons,
             pools=pools,
             checks=checks,
+            host=host_view,
+            host_changed=host_changed,
         )
+
+    def _watch_host(self) -> tuple[HostView | None, bool]:
+        """The host after the step, and whether it differs from after the step before."""
+        if self.host is None:
+            return None, False
+        view = self.host.after_step()
+        previous, self._host_view = self._host_view, view
+        changed = not view.same_as(previous) and not (previous is None and view.is_empty())
+        return view, changed
 
     # ------------------------------------------------------------------ actions
     async def _perform(self, step: Step, errors: list[str]) -> None:
@@ -354,12 +370,24 @@ class Replayer:
         for status in self.runtime.containers():
             pod = by_id[status.pod_id]
             view = _container_view(status, pod.namespace, pod.name, pod.qos.value, decided)
-            scheduling, io_priority = adjusted_settings(status, self.host_settings.get(status.id))
+            on_host = self.host_settings.get(status.id)
+            scheduling, io_priority = adjusted_settings(status, on_host)
+            applied_by = None
+            if on_host is not None and (on_host.scheduling or on_host.io_priority):
+                applied_by = "host"
+            elif scheduling is not None or io_priority is not None:
+                applied_by = "nri"
             label = f"{pod.namespace}/{pod.name}/{status.name}"
             held = held_by_id.get(status.id)
             if held is None and status.state is not ContainerState.STOPPED:
                 held = held_by_label.get(label)
-            view = attrs.evolve(view, pool=held, scheduling=scheduling, io_priority=io_priority)
+            view = attrs.evolve(
+                view,
+                pool=held,
+                scheduling=scheduling,
+                io_priority=io_priority,
+                applied_by=applied_by,
+            )
             previous = self._previous.get(view.id)
             if previous is None:
                 change = Change.NEW
@@ -513,6 +541,7 @@ async def replay(
             adapters.state_store(),
             core.policy_registry(),
             adapters.host_control(),
+            HostWatcher(core.resource_manager().host, adapters.host()),
             last_state_only=last_state_only,
             recorded_config=recorded_config,
         )

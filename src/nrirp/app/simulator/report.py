@@ -11,6 +11,7 @@ from typing import Any
 
 from nrirp.app.commands.common.hardware_report import human_size
 from nrirp.app.simulator.expect import CheckResult
+from nrirp.app.simulator.host_view import HostView, host_lines
 from nrirp.app.simulator.results import (
     BalloonView,
     Change,
@@ -84,6 +85,7 @@ def _container(c: ContainerView) -> dict[str, Any]:
         "pool": c.pool,
         "scheduling": _scheduling(c.scheduling),
         "io_priority": _io_priority(c.io_priority),
+        "applied_by": c.applied_by,
     }
 
 
@@ -168,6 +170,33 @@ def step_document(step: StepResult) -> dict[str, Any]:
         "pools": [_pool(p) for p in step.pools],
         "checks": [_check(c) for c in step.checks],
         "state_shown": step.state_shown,
+        "host": _host(step.host, step.host_changed),
+    }
+
+
+def _host(view: HostView | None, changed: bool) -> dict[str, Any] | None:
+    if view is None:
+        return None
+    return {
+        "changed": changed,
+        "cpu_classes": [
+            {
+                "cpus": g.cpus,
+                "class": g.cpu_class,
+                "min_khz": g.min_khz,
+                "max_khz": g.max_khz,
+                "governor": g.governor,
+                "epp": g.epp,
+                "disabled_cstates": list(g.disabled_cstates),
+            }
+            for g in view.cpu_classes
+        ],
+        "uncore": [{"die": d, "min_khz": lo, "max_khz": hi} for d, lo, hi in view.uncore],
+        "interrupts": [{"irq": n, "cpus": cpus} for n, cpus in view.interrupts],
+        "default_irq_affinity": view.default_irq_affinity,
+        "rdt_groups": [{"group": g, "schemata": list(lines)} for g, lines in view.rdt_groups],
+        "files": dict(view.files),
+        "files_changed": list(view.changed),
     }
 
 
@@ -294,12 +323,40 @@ def step_lines(step: StepResult) -> list[str]:
     lines += _check_lines(step.checks, indent)
     lines += [indent + _decision_line(d) for d in step.decisions]
     lines += [f"{indent}notice ({n.severity.value}, {n.source}): {n.message}" for n in step.notices]
+    lines += [indent + line for line in _scheduling_lines(step.containers)]
+    if step.host is not None and step.host_changed:
+        lines += [indent + line for line in host_lines(step.host)]
     if not step.state_shown:
         return lines
     lines += [indent + line for line in _mismatch_lines(step.containers)]
     lines += _table(step.containers, indent)
     if step.balloons:
         lines += _balloon_table(step.balloons, indent + "  ")
+    return lines
+
+
+def _scheduling_lines(containers: Sequence[ContainerView]) -> list[str]:
+    """The scheduling class of each new container that has one, and who applied it."""
+    lines = []
+    for c in containers:
+        if c.change is not Change.NEW or c.applied_by is None:
+            continue
+        parts = []
+        if c.scheduling is not None:
+            s = c.scheduling
+            text = s.policy.value
+            for name, value in (("priority", s.priority), ("nice", s.nice)):
+                if value is not None:
+                    text += f" {name} {value}"
+            parts.append(text)
+        if c.io_priority is not None:
+            parts.append(f"I/O {c.io_priority.io_class.value} {c.io_priority.priority}")
+        how = (
+            "by the runtime (NRI)"
+            if c.applied_by == "nri"
+            else "by the host controller on its tasks (the runtime's NRI cannot carry it)"
+        )
+        lines.append(f"scheduling: {c.namespace}/{c.pod}/{c.name}: {', '.join(parts)} {how}")
     return lines
 
 

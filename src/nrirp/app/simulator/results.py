@@ -7,6 +7,7 @@ import enum
 import attrs
 
 from nrirp.app.simulator.expect import CheckResult
+from nrirp.app.simulator.host_view import HostView
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import IOPriority, Scheduling
 from nrirp.domain.ports.decisions import Decision, Notice
@@ -61,6 +62,10 @@ class ContainerView:
     """Its scheduling settings as adjusted (at creation, or on the host since)."""
     io_priority: IOPriority | None = None
     """Its I/O priority as adjusted (at creation, or on the host since)."""
+    applied_by: str | None = None
+    """Who applied its scheduling class and I/O priority: ``nri`` (the runtime, from the
+    creation adjustment), ``host`` (the host controller, on its tasks after it started: the
+    runtime's NRI cannot carry them), or ``None``."""
 
     @property
     def matches_decision(self) -> bool:
@@ -139,6 +144,11 @@ class StepResult:
     """The policy's pools after the step (policies that have pools)."""
     checks: tuple[CheckResult, ...] = ()
     """The verdicts of the step's ``expect`` checks."""
+    host: HostView | None = None
+    """What the host controls hold after the step (CPU classes, uncore, interrupts, resctrl,
+    the files written), when the replay watched the host."""
+    host_changed: bool = False
+    """``host`` differs from what it was after the step before."""
     state_shown: bool = True
     """``pods``, ``containers``, ``balloons`` and ``pools`` were read after the step (a long
     recording's replay reads them after its last step only)."""
