@@ -8,6 +8,7 @@ from nrirp.domain.pipeline.errors import (
     ReentrantCallError,
     StateRestoreError,
 )
+from nrirp.domain.pipeline.explaining import UnknownContainerError
 from nrirp.domain.pipeline.manager import ResourceManager
 from nrirp.domain.pipeline.results import CreateResult, ReconfigureOutcome, StartOutcome
 
@@ -23,4 +24,5 @@ __all__ = [
     "ResourceManager",
     "StartOutcome",
     "StateRestoreError",
+    "UnknownContainerError",
 ]

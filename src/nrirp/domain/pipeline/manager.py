@@ -63,6 +63,7 @@ from nrirp.domain.pipeline.errors import (
     PipelineError,
     ReentrantCallError,
 )
+from nrirp.domain.pipeline.explaining import Refusal, Refusals, explain_query
 from nrirp.domain.pipeline.persistence import StatePersistence
 from nrirp.domain.pipeline.results import CreateResult, ReconfigureOutcome, StartOutcome
 from nrirp.domain.pipeline.unit_of_work import UnitOfWork, failure_reason
@@ -75,6 +76,7 @@ from nrirp.domain.policy import (
     TopologyZone,
     UpdatesFailed,
 )
+from nrirp.domain.policy.explanation import Explanation
 from nrirp.domain.ports.clock import Clock, StoppedClock
 from nrirp.domain.ports.cpu_power import CPUPowerControl
 from nrirp.domain.ports.decisions import DecisionLog, Notice, NullDecisionLog, Severity
@@ -154,6 +156,8 @@ class ResourceManager:
         self._lock = threading.Lock()
         self._owner: int | None = None
         self._events: deque[PolicyEvent] = deque()
+        self._refusals = Refusals()
+        """The last refused creations and resizes, for :meth:`explain` (failure path only)."""
         self._started = False
         self._reallocate_survivors = False
         self._persistence = StatePersistence(
@@ -278,26 +282,30 @@ class ResourceManager:
         Returns the adjustment for it and updates for other containers the policy changed.
         Raises :class:`OperationFailedError` (cache unchanged) when the policy refuses.
         """
-        with self._operation(
-            "create-container", _ctr_label(pod, container), pod, container
-        ) as work:
-            self._ensure_pod(pod)
-            existing = self.cache.container(container.id)
-            if existing is not None and existing.state.holds_resources:
-                raise PipelineError(
-                    f"container {container.id} already exists (state {existing.state.value})"
+        try:
+            with self._operation(
+                "create-container", _ctr_label(pod, container), pod, container
+            ) as work:
+                self._ensure_pod(pod)
+                existing = self.cache.container(container.id)
+                if existing is not None and existing.state.holds_resources:
+                    raise PipelineError(
+                        f"container {container.id} already exists (state {existing.state.value})"
+                    )
+                admitted = admit_container(
+                    self.cache,
+                    container,
+                    state=ContainerState.CREATING,
+                    now=self._clock.now(),
+                    memory_capacity=self._memory_capacity,
                 )
-            admitted = admit_container(
-                self.cache,
-                container,
-                state=ContainerState.CREATING,
-                now=self._clock.now(),
-                memory_capacity=self._memory_capacity,
-            )
-            self._policy.allocate(admitted)
-            self._export_if_asked(admitted)
-            control = self._enforce("create-container", container.id, Hook.PRE_CREATE)
-            work.commit()
+                self._policy.allocate(admitted)
+                self._export_if_asked(admitted)
+                control = self._enforce("create-container", container.id, Hook.PRE_CREATE)
+                work.commit()
+        except OperationFailedError as failed:
+            self._remember_refusal("create-container", pod, container, failed.reason)
+            raise
         adjustment = control.adjustment or Adjustment(container.id)
         others = tuple(u for u in control.updates if u.container_id != container.id)
         return CreateResult(adjustment, others)
@@ -321,6 +329,15 @@ class ResourceManager:
 
         Returns updates, possibly including one for this container that amends the change.
         """
+        try:
+            return self._update_container(pod, container, resources)
+        except OperationFailedError as failed:
+            self._remember_refusal("update-container", pod, container, failed.reason)
+            raise
+
+    def _update_container(
+        self, pod: Pod, container: Container, resources: LinuxResources
+    ) -> list[Update]:
         with self._operation(
             "update-container", _ctr_label(pod, container), pod, container, resources
         ) as work:
@@ -472,7 +489,30 @@ class ResourceManager:
         with self._serialized("query"):
             return self._policy.describe()
 
+    def explain(self, container: str) -> Explanation:
+        """The policy's explanation of its decision for ``container`` (an id,
+        ``namespace/pod/name``, ``pod/name`` or a name that only one container has), a
+        container in the cache or one of the last refused ones. Worked out on demand from the
+        policy's state now; nothing changes. Raises :class:`UnknownContainerError`."""
+        with self._serialized("explain"):
+            self._require_started()
+            return explain_query(
+                cache=self.cache,
+                policy=self._policy,
+                policy_name=self._policy.name,
+                refusals=self._refusals,
+                query=container,
+                now=self._clock.now(),
+                memory_capacity=self._memory_capacity,
+            )
+
     # ================================================================== internals: steps
+    def _remember_refusal(
+        self, operation: str, pod: Pod, container: Container, reason: str
+    ) -> None:
+        """Keep a refusal for :meth:`explain` (on the failure path only)."""
+        self._refusals.refused(Refusal(operation, pod, container, reason, self._clock.now()))
+
     def _ensure_pod(self, pod: Pod) -> None:
         if self.cache.pod(pod.id) is None:
             admit_pod(self.cache, pod, self._clock.now())

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from nrirp.domain.config import NonePolicySpec, PolicyConfig
 from nrirp.domain.model import Container, LinuxResources
 from nrirp.domain.policy import MetricSample, PolicyContext, PolicyError, PolicyEvent, TopologyZone
+from nrirp.domain.policy.explanation import Explanation, Subject, nothing_decided
 
 
 class NonePolicy:
@@ -38,6 +39,14 @@ class NonePolicy:
 
     def handle_event(self, event: PolicyEvent) -> None:
         pass
+
+    def explain(self, subject: Subject) -> Explanation:
+        """Nothing to explain: no decision is made."""
+        return nothing_decided(
+            self.name,
+            subject,
+            "the none policy decides nothing: the container runs with what the runtime gave it",
+        )
 
     def topology_zones(self) -> Sequence[TopologyZone]:
         return ()

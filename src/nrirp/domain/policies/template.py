@@ -18,6 +18,7 @@ from nrirp.domain.policy import (
     PolicyEvent,
     TopologyZone,
 )
+from nrirp.domain.policy.explanation import Explanation, Subject, nothing_decided
 
 
 class TemplatePolicy:
@@ -62,6 +63,15 @@ class TemplatePolicy:
 
     def handle_event(self, event: PolicyEvent) -> None:
         """A real policy reacts to its own injected events (timers, failed updates) here."""
+
+    def explain(self, subject: Subject) -> Explanation:
+        """Nothing to explain: no decision is made (a real policy says why a container is
+        where it is: ``domain/policy/explanation.py``)."""
+        return nothing_decided(
+            self.name,
+            subject,
+            "the template policy decides nothing: the container runs with what the runtime gave it",
+        )
 
     def topology_zones(self) -> Sequence[TopologyZone]:
         """A real policy describes its pools for NodeResourceTopology export."""

@@ -133,19 +133,23 @@ class PolicyContext:
 
         return self._timers.call_later(delay_seconds, fire)
 
-    def topology_hints(self, container: Container) -> Mapping[str, TopologyHint]:
+    def topology_hints(
+        self, container: Container, *, report: bool = True
+    ) -> Mapping[str, TopologyHint]:
         """The topology hints of the container's devices and mounts that its annotations
         select (``topologyhints``, ``allow.``/``deny.topologyhints``), keyed by provider.
 
         Empty without a hint source. Lookups are cached per container (mounts and devices
-        do not change after creation); unusable annotations are reported like others.
+        do not change after creation); unusable annotations are reported like others
+        (``report=False``: not, for a look that decides nothing, such as an explanation).
         """
         if self._hints is None:
             return {}
         found = self._raw_hints(container)
         if not found:
             return {}
-        return select_hints(found, self.annotations(container), self._annotation_parser)
+        reader = self.annotations(container) if report else self._cache.annotations(container)
+        return select_hints(found, reader, self._annotation_parser)
 
     def _raw_hints(self, container: Container) -> Mapping[str, TopologyHint]:
         assert self._hints is not None

@@ -75,6 +75,7 @@ from nrirp.domain.policies.balloons.requests import (
 from nrirp.domain.policies.balloons.resize import ResizeError, Resizer
 from nrirp.domain.policies.topology_aware.classes import scheduling_of
 from nrirp.domain.policy import MetricSample, PolicyContext, PolicyError, PolicyEvent, TopologyZone
+from nrirp.domain.policy.explanation import Explanation, Subject
 from nrirp.domain.ports.decisions import Severity
 from nrirp.domain.topology.hints import HintOrigin
 
@@ -691,6 +692,20 @@ class BalloonsPolicy:
                 assignment = self._host[1]
             self._host = (key, assignment)
         return self._host[1]
+
+    def explain(self, subject: Subject) -> Explanation:
+        """Why the container is (or would be) in its balloon, or refused (on demand, on a
+        copy of the balloons: ``balloons/explain.py``)."""
+        from nrirp.domain.policies.balloons.explain import explain_balloon
+
+        state = self.state
+        return explain_balloon(
+            catalog=state.catalog,
+            engine=state.engine,
+            preserved=subject.placed and subject.container.id in state.preserved,
+            ctx=self.ctx,
+            subject=subject,
+        )
 
     def topology_zones(self) -> Sequence[TopologyZone]:
         if self._state is None:

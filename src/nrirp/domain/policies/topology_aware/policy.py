@@ -62,6 +62,7 @@ from nrirp.domain.policy import (
     PolicyEvent,
     TopologyZone,
 )
+from nrirp.domain.policy.explanation import Explanation, Subject
 from nrirp.domain.ports.decisions import Severity
 from nrirp.domain.topology import MemoryType
 
@@ -516,6 +517,20 @@ class TopologyAwarePolicy:
         if grant is None:
             return None
         return exported_resources(self.allocations, grant, self.ctx.machine)
+
+    def explain(self, subject: Subject) -> Explanation:
+        """Why the container is (or would be) in its pool, or refused (on demand, on a copy
+        of the engine: ``topology_aware/explain.py``)."""
+        from nrirp.domain.policies.topology_aware.explain import explain_placement
+
+        return explain_placement(
+            alloc=self.allocations,
+            spec=self._spec,
+            control=self._control,
+            index=self._index,
+            ctx=self.ctx,
+            subject=subject,
+        )
 
     def topology_zones(self) -> Sequence[TopologyZone]:
         return topology_zones(self._alloc) if self._alloc is not None else ()

@@ -1,0 +1,207 @@
+"""Why a container sits where it does: the explanation a policy gives of one decision.
+
+An :class:`Explanation` is plain data: the stages the policy went through (pool choice; balloon
+type, fill chain, sizing), each with its candidates (pools or balloons) and the scoring items
+the policy compared, in the order it compared them, the winner and the item that decided
+between it and the runner-up, or the refusal with what was short.
+
+A policy that explains implements :class:`Explaining` (``explain``); the built-in ones do.
+It works out the explanation on demand from its current state, on a copy with the container
+taken out: "where would this container go if it arrived now, and why", which for a container
+just placed is the decision it got. Nothing is recorded while deciding, so the decisions cost
+what they cost without it. :func:`explain_with` gives the default for a policy that does not
+explain.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import Protocol
+
+import attrs
+
+from nrirp.domain.model import Container, Pod
+
+Value = str | int | float | bool | None
+"""A scoring item's value (JSON-compatible)."""
+
+
+class Verdict(enum.Enum):
+    """What the policy did (or would do) with the container."""
+
+    PLACED = "placed"
+    REFUSED = "refused"
+    LEFT_ALONE = "left-alone"
+    """The policy leaves it as the runtime made it (cpu.preserve, preserve expressions)."""
+    NOT_DECIDED = "not-decided"
+    """The policy decides nothing for containers (none, template)."""
+    NOT_EXPLAINED = "not-explained"
+    """The policy does not explain its decisions."""
+
+
+class Standing(enum.Enum):
+    """How a candidate fared."""
+
+    CHOSEN = "chosen"
+    RANKED = "ranked"
+    """Scored and viable, but another one won."""
+    PASSED_OVER = "passed-over"
+    """Ranked above the winner but could not be used (e.g. its CPUs could not be carved)."""
+    NOT_VIABLE = "not-viable"
+    """Scored, but cannot take the container (it loses on a capacity item)."""
+    DROPPED = "dropped"
+    """Not scored: filtered out before the ranking (the note says why)."""
+
+
+@attrs.frozen
+class Item:
+    """One scoring item as the policy compared it.
+
+    ``number`` is its position in the policy's documented order (topology-aware: items 1-12
+    of docs/topology-aware.md; balloons: the fill chain's key), ``name`` what it is,
+    ``value`` the candidate's value and ``better`` which values win (``higher``, ``lower``,
+    ``true``, ``false``, ``first``).
+    """
+
+    number: int
+    name: str
+    value: Value
+    better: str = ""
+
+
+@attrs.frozen
+class Candidate:
+    """A pool or balloon the policy considered."""
+
+    name: str
+    standing: Standing
+    items: tuple[Item, ...] = ()
+    note: str = ""
+    """Why it was dropped, not viable or passed over; or what it offers."""
+
+
+@attrs.frozen
+class Deciding:
+    """The item that put the winner ahead of the runner-up (the first that differs)."""
+
+    item: Item
+    """With the winner's value."""
+    runner_up: str
+    runner_up_value: Value
+
+
+@attrs.frozen
+class Stage:
+    """One step of the decision: a choice among candidates, or a check."""
+
+    name: str
+    outcome: str
+    """What the stage decided, as a sentence."""
+    candidates: tuple[Candidate, ...] = ()
+    winner: str | None = None
+    deciding: Deciding | None = None
+    rule: str = ""
+    """How the stage ranks (e.g. "first difference wins, smaller is better")."""
+
+
+@attrs.frozen
+class Explanation:
+    """A policy's account of its decision for one container."""
+
+    policy: str
+    container: str
+    """``namespace/pod/name``."""
+    container_id: str
+    verdict: Verdict
+    summary: str
+    """One line: where and why, or why not."""
+    stages: tuple[Stage, ...] = ()
+    placement: str = ""
+    """Where the container is now (pool or balloon, CPUs, memory), empty if nowhere."""
+    shortage: str = ""
+    """For a refusal: what was short, as the refusal says it."""
+    notes: tuple[str, ...] = ()
+    """What else the reader should know (the node changed since it was placed, ...)."""
+    refusal: str = ""
+    """The last refusal the resource manager remembers for the container (``operation:
+    reason``), e.g. its creation when it is not placed; empty when there is none."""
+    refused_at: float | None = None
+    """When that was (seconds since the epoch, the resource manager's clock)."""
+
+    def stage(self, name: str) -> Stage | None:
+        """The stage called ``name`` (``None`` if there is none)."""
+        return next((s for s in self.stages if s.name == name), None)
+
+
+@attrs.frozen
+class Subject:
+    """What a policy is asked to explain: the container (admitted, with its requirements
+    estimated) and its pod, whether it holds resources now, and the refusal the resource
+    manager remembers for it (an operation and its reason), if any."""
+
+    container: Container
+    pod: Pod | None
+    placed: bool
+    refused: str = ""
+
+
+class Explaining(Protocol):
+    """A policy that explains its decisions."""
+
+    def explain(self, subject: Subject) -> Explanation:
+        """Why ``subject`` sits where it does, or would go where it would, or was refused.
+        Reads the policy's state, changes nothing (call it under the pipeline's
+        serialization)."""
+        ...
+
+
+def subject_label(subject: Subject) -> str:
+    """``namespace/pod/name`` of the subject (its name or id without a pod)."""
+    name = subject.container.name or subject.container.id
+    pod = subject.pod
+    return f"{pod.namespace}/{pod.name}/{name}" if pod is not None and pod.name else name
+
+
+def nothing_decided(policy: str, subject: Subject, why: str) -> Explanation:
+    """The explanation of a policy that decides nothing for containers."""
+    return Explanation(
+        policy=policy,
+        container=subject_label(subject),
+        container_id=subject.container.id,
+        verdict=Verdict.NOT_DECIDED,
+        summary=why,
+        stages=(Stage("decision", why),),
+    )
+
+
+def not_explained(policy: str, subject: Subject, label: str) -> Explanation:
+    """The explanation of a policy that gives none."""
+    return Explanation(
+        policy=policy,
+        container=label,
+        container_id=subject.container.id,
+        verdict=Verdict.NOT_EXPLAINED,
+        summary=f"policy {policy} does not explain its decisions",
+    )
+
+
+def explain_with(policy: object, name: str, subject: Subject, label: str) -> Explanation:
+    """``policy``'s explanation of ``subject`` when it explains (:class:`Explaining`), else
+    :func:`not_explained`."""
+    method = getattr(policy, "explain", None)
+    if not callable(method):
+        return not_explained(name, subject, label)
+    explanation: Explanation = method(subject)
+    return explanation
+
+
+def deciding_item(
+    winner: Sequence[Item], runner_up: Sequence[Item], runner_up_name: str
+) -> Deciding | None:
+    """The first item whose values differ between ``winner`` and ``runner_up`` (items are
+    compared by position), ``None`` when they are equal throughout."""
+    for mine, theirs in zip(winner, runner_up, strict=False):
+        if mine.value != theirs.value:
+            return Deciding(mine, runner_up_name, theirs.value)
+    return None
