@@ -77,8 +77,14 @@ def resource_export_of(host: SimulatedHost) -> ResourceExport:
 
 def host_files(host: SimulatedHost) -> dict[str, Any]:
     """What the adapters wrote, for reports: ``{"cpu": {path: value}, "irq": {...},
-    "resctrl": {group: schemata}}`` with paths relative to the tree (empty in memory)."""
-    out: dict[str, Any] = {"cpu": {}, "irq": {}, "resctrl": {}}
+    "resctrl": {group: schemata}, "export": {path: content}}`` with paths relative to the
+    tree (the exports relative to the state directory; nothing else without a tree)."""
+    out: dict[str, Any] = {"cpu": {}, "irq": {}, "resctrl": {}, "export": {}}
+    export = host.resource_export
+    if isinstance(export, InMemoryResourceExport):
+        out["export"] = {
+            f"containers/{cid}/resources.sh": text for cid, text in sorted(export.files.items())
+        }
     tree = host.tree
     if tree is None:
         return out

@@ -120,6 +120,8 @@ def _flat(written: Mapping[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for kind in ("cpu", "irq"):
         out.update(written.get(kind, {}))
+    for path, text in written.get("export", {}).items():
+        out[path] = text.strip().replace("\n", " ")
     for group, schemata in written.get("resctrl", {}).items():
         name = f"sys/fs/resctrl/{group}/schemata" if group else "sys/fs/resctrl/schemata"
         out[name] = schemata.replace("\n", "; ")
