@@ -297,6 +297,10 @@ def _run(args: argparse.Namespace) -> int:
             return EXIT_CONFIG
     daemon = Daemon(container, args)
     daemon.config_source = _config_source(args, outcome.restored, manager.config is not None)
+    from nrirp.adapters.system.latency import settle, tune_switch_interval
+
+    tune_switch_interval()  # the state writer's thread hands the GIL back within 0.5 ms
+    settle()  # start-up is done: later garbage collections scan only what serving makes
     return asyncio.run(daemon.serve())
 
 

@@ -12,6 +12,7 @@ from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
 from nrirp.adapters.nri.stub import CloseHook, Stub
 from nrirp.adapters.storage import FileStateStore
 from nrirp.adapters.system import LoggingDecisionLog
+from nrirp.adapters.system.latency import bulk_allocation
 from nrirp.app.composition import Adapters, core_over
 from nrirp.app.composition.node_agent import daemon_topology_hints, kubernetes_agent
 from nrirp.app.daemon import host
@@ -137,6 +138,7 @@ class DaemonContainer(containers.DeclarativeContainer):
         core.resource_manager,
         adapters.runtime_updates,
         providers.Factory(connection_observer, connection),
+        providers.Object(bulk_allocation),
     )
     stub = providers.Singleton(
         nri_stub,

@@ -320,3 +320,28 @@ def test_synchronize_reconciles_restored_state(caplog: pytest.LogCaptureFixture)
         "admitted": "sandbox-web-c",
         "kept": "sandbox-web-a",
     }
+
+
+def test_synchronize_runs_inside_the_bulk_hook() -> None:
+    """The daemon pauses garbage collection around a Synchronize: translation and the
+    manager's sync run inside the hook it gives."""
+    seen: list[str] = []
+
+    class Bulk:
+        def __enter__(self) -> None:
+            seen.append("enter")
+
+        def __exit__(self, *exc: object) -> None:
+            seen.append("exit")
+
+    class Watching(PinPolicy):
+        def sync(self, added: Any, removed: Any) -> None:
+            seen.append(f"sync {len(added)}")
+            super().sync(added, removed)
+
+    manager = ResourceManager(policy=Watching(), machine=small_machine())
+    manager.start()
+    plugin = ResourceManagerPlugin(manager, NriRuntimeUpdates(), bulk=Bulk)
+    p = pod()
+    arun(lambda: plugin.synchronize([p], [ctr("a", state=api_pb2.CONTAINER_RUNNING)]))
+    assert seen == ["enter", "sync 1", "exit"]

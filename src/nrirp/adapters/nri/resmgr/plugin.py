@@ -56,17 +56,21 @@ class ConnectionObserver(Protocol):
 
 class ResourceManagerPlugin(Plugin):
     """Relays NRI requests and events to ``manager``; policy updates go out via ``updates``;
-    ``observer`` (optional) hears of each configuration and synchronization."""
+    ``observer`` (optional) hears of each configuration and synchronization; ``bulk``
+    (optional) is entered around a Synchronize, which admits every container the runtime
+    runs at once (the daemon pauses garbage collection there)."""
 
     def __init__(
         self,
         manager: ResourceManager,
         updates: NriRuntimeUpdates,
         observer: ConnectionObserver | None = None,
+        bulk: Callable[[], contextlib.AbstractContextManager[None]] | None = None,
     ) -> None:
         self.manager = manager
         self.updates = updates
         self.observer = observer
+        self.bulk = bulk or contextlib.nullcontext
         updates.bind_failures(manager.updates_failed)
         self.synchronizations = 0
 
@@ -90,10 +94,11 @@ class ResourceManagerPlugin(Plugin):
     async def synchronize(
         self, pods: Sequence[api_pb2.PodSandbox], containers: Sequence[api_pb2.Container]
     ) -> list[api_pb2.ContainerUpdate]:
-        domain_pods = _translated(pods, pod_from_pb, "pod")
-        domain_containers = _translated(containers, container_from_pb, "container")
-        before = {c.id for c in self.manager.containers()}
-        updates = self.manager.synchronize(domain_pods, domain_containers)
+        with self.bulk():
+            domain_pods = _translated(pods, pod_from_pb, "pod")
+            domain_containers = _translated(containers, container_from_pb, "container")
+            before = {c.id for c in self.manager.containers()}
+            updates = self.manager.synchronize(domain_pods, domain_containers)
         self.synchronizations += 1
         if self.observer is not None:
             self.observer.synchronized()
