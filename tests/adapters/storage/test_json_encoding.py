@@ -76,3 +76,53 @@ def test_not_json_compatible_raises_like_json_dumps() -> None:
         encoder.encode({"containers": [{"bad": object()}]})
     with pytest.raises(ValueError):
         encoder.encode({"x": float("nan")})
+
+
+@given(
+    start=st.lists(st.dictionaries(st.text(max_size=4), json_values, max_size=5), max_size=4),
+    edits=st.lists(
+        st.tuples(st.integers(0, 3), st.text(max_size=4), json_values | st.just(None)),
+        max_size=12,
+    ),
+)
+def test_new_versions_of_elements_encode_like_json_dumps(
+    start: list[dict[str, Any]], edits: list[tuple[int, str, Any]]
+) -> None:
+    """Elements replaced by new versions that share fields (changed, added, removed) give
+    json.dumps's text after every edit."""
+    encoder = SnapshotJsonEncoder()
+    elements = list(start)
+    assert encoder.encode({"containers": elements}) == dumps({"containers": elements})
+    for position, key, value in edits:
+        if not elements:
+            break
+        index = position % len(elements)
+        version = dict(elements[index])  # the same objects in the other fields
+        if value is None:
+            version.pop(key, None)
+        else:
+            version[key] = value
+        elements = [*elements[:index], version, *elements[index + 1 :]]
+        assert encoder.encode({"containers": elements}) == dumps({"containers": elements})
+
+
+class CountingList(list[Any]):
+    encoded = 0
+
+    def __iter__(self) -> Any:
+        CountingList.encoded += 1
+        return super().__iter__()
+
+
+def test_fields_holding_the_same_objects_keep_their_text() -> None:
+    encoder = SnapshotJsonEncoder()
+    mounts = CountingList([{"destination": "/proc"}, {"destination": "/sys"}])
+    first = {"id": "c", "cpus": "0-3", "mounts": mounts}
+    encoder.encode({"containers": [first]})
+    second = {**first, "cpus": "4"}
+    third = {**second, "cpus": "5", "state": "running"}
+    CountingList.encoded = 0
+    encoder.encode({"containers": [second]})
+    text = encoder.encode({"containers": [third]})
+    assert CountingList.encoded == 1  # only the first new version encoded it again
+    assert text == dumps({"containers": [third]})

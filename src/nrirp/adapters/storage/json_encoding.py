@@ -35,9 +35,14 @@ def _make_encode() -> Callable[[Any], str]:
 
 
 _encode = _make_encode()
+_quote = json_encoder.encode_basestring_ascii
 
-_Encoded = tuple[list[Any], list[str]]
-"""List elements and their texts, position by position."""
+_Split = tuple[int, ...] | None
+"""Where each field of a dict element's text ends (None: not known, the text was made whole)."""
+_Encoded = tuple[list[Any], list[str], list[_Split]]
+"""List elements, their texts and splits, position by position."""
+
+_EMPTY: _Encoded = ([], [], [])
 
 
 class SnapshotJsonEncoder:
@@ -48,6 +53,12 @@ class SnapshotJsonEncoder:
     Callers must not modify anything they handed over (the ``StateStore`` contract already
     requires that); a cached object is kept alive by the cache, so its id cannot be reused by
     another object while cached. Not thread-safe: one writer uses it.
+
+    A list element that replaces a dict in its place (the new version of a container) is
+    encoded field by field: a field holding the very object it held before keeps its text
+    (the domain's snapshot encoder shares the unchanged parts of a container's form), so a
+    container whose cpus moved costs the encoding of its resources, not of its mounts,
+    labels and annotations.
     """
 
     def __init__(self) -> None:
@@ -60,9 +71,9 @@ class SnapshotJsonEncoder:
         fields = []
         for key, value in snapshot.items():
             if isinstance(value, list):
-                texts = _reencode(value, self._lists.get(key, ([], [])))
-                lists[key] = (value, texts)
-                text = "[" + ",".join(texts) + "]"
+                encoded = _reencode(value, self._lists.get(key, _EMPTY))
+                lists[key] = encoded
+                text = "[" + ",".join(encoded[1]) + "]"
             else:
                 cached = self._values.get(key)
                 text = cached[1] if cached is not None and cached[0] is value else _encode(value)
@@ -72,30 +83,64 @@ class SnapshotJsonEncoder:
         return "{" + ",".join(fields) + "}"
 
 
-def _reencode(values: list[Any], previous: _Encoded) -> list[str]:
-    """The texts of ``values``, reusing those of ``previous`` elements.
+def _reencode(values: list[Any], previous: _Encoded) -> _Encoded:
+    """The texts (and splits) of ``values``, reusing those of ``previous`` elements.
 
     Between two snapshots almost every element is the same object in the same place: those
     are found position by position at C speed, and only the others are looked at.
     """
-    old_values, old_texts = previous
+    old_values, old_texts, old_splits = previous
     same = list(map(operator.is_, values, old_values))
     texts = old_texts[: len(same)]
+    splits = old_splits[: len(same)]
     changed = _positions_of_false(same)
     changed.extend(range(len(same), len(values)))
     # an element that moved (after a removal) is found by identity: the previous elements are
     # still referenced, so no other live object can have their id
-    moved = dict(zip(map(id, old_values), old_texts, strict=True)) if len(changed) > 1 else {}
+    moved = {id(v): i for i, v in enumerate(old_values)} if len(changed) > 1 and old_values else {}
     for i in changed:
         value = values[i]
-        text = moved.get(id(value))
-        if text is None:
-            text = _encode(value)
+        found = moved.get(id(value))
+        if found is not None:
+            text, split = old_texts[found], old_splits[found]
+        elif i < len(old_values) and type(value) is dict and type(old_values[i]) is dict:
+            text, split = _encode_fields(value, old_values[i], old_texts[i], old_splits[i])
+        else:
+            text, split = _encode(value), None
         if i < len(texts):
             texts[i] = text
+            splits[i] = split
         else:
             texts.append(text)
-    return texts
+            splits.append(split)
+    return values, texts, splits
+
+
+def _encode_fields(
+    value: dict[Any, Any], old: dict[Any, Any], old_text: str, old_split: _Split
+) -> tuple[str, _Split]:
+    """``value`` (a new version of ``old``) encoded field by field, with the texts of the
+    fields that hold the same objects as in ``old`` cut out of ``old_text``."""
+    pieces: dict[Any, str] = {}
+    if old_split is not None:
+        start = 1  # after "{"
+        for key, end in zip(old, old_split, strict=True):
+            if key in value and value[key] is old[key]:
+                pieces[key] = old_text[start:end]
+            start = end + 1  # after ","
+    parts = []
+    ends = []
+    length = 0
+    for key, item in value.items():
+        piece = pieces.get(key)
+        if piece is None:
+            if not isinstance(key, str):
+                return _encode(value), None  # keys json turns into strings: no splits
+            piece = _quote(key) + ":" + _encode(item)
+        parts.append(piece)
+        length += len(piece) + 1
+        ends.append(length)
+    return "{" + ",".join(parts) + "}", tuple(ends)
 
 
 def _positions_of_false(flags: list[bool]) -> list[int]:
