@@ -433,13 +433,13 @@ def _kind_items(scorer: PoolScorer, score: Score, part: Sequence[float]) -> tupl
         return (
             Item(11, "free isolated CPUs", int(-part[0]), "higher"),
             Item(11, "enough normal-priority CPUs", not part[1] if normal else None, "true"),
-            Item(11, "(unused)", None, ""),
+            Item(11, "(none)", None, ""),
         )
     if scorer.full:
         return (
             Item(11, "enough normal-priority CPUs", not part[0] if normal else None, "true"),
             Item(11, "sliceable shared capacity (mCPU)", int(-part[1]), "higher"),
-            Item(11, "(unused)", None, ""),
+            Item(11, "(none)", None, ""),
         )
     return (
         Item(11, "enough normal-priority CPUs", not part[0] if normal else None, "true"),
@@ -530,6 +530,8 @@ def _request_text(request: Request, work: Allocations, fell_back: bool) -> str:
 def _memory_text(plan: Plan, grant: Grant) -> str:
     if plan.memory is None:
         return "memory left alone (memory.preserve)"
+    if not plan.memory.size:
+        return f"no memory accounted; pinned to nodes {grant.memory or plan.memory.nodes}"
     text = (
         f"{human_bytes(plan.memory.size)} of {types_text(plan.types)} memory asked in nodes "
         f"{plan.memory.nodes}"
