@@ -28,7 +28,8 @@ def test_capabilities_of_a_server() -> None:
     assert (cpu.min_khz, cpu.max_khz, cpu.base_khz) == (1_000_000, 4_000_000, 2_700_000)
     assert cpu.governors == ("performance", "powersave")
     assert cpu.cstates == ("POLL", "C1", "C1E", "C6")
-    assert cpu.knobs == ALL_KNOBS and cpu.policy == 3
+    assert cpu.knobs == ALL_KNOBS and caps.policies == {}  # one CPU per cpufreq policy
+    assert caps.cpus[4] is cpu  # CPUs alike share one value
     assert len(caps.cpus) == 112
     assert dict(caps.uncore) == {
         (0, 0): UncoreCaps(1_200_000, 2_400_000),

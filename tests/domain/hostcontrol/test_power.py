@@ -112,13 +112,17 @@ def test_uncore_takes_the_highest_value_among_active_classes_per_die() -> None:
 
 
 def test_cpus_sharing_a_cpufreq_policy_take_the_highest_limits() -> None:
-    shared = {i: CPUCaps(MIN, TURBO, BASE, knobs=ALL_KNOBS, policy=i - i % 2) for i in BOX.online}
+    shared = {i: CPUCaps(MIN, TURBO, BASE, knobs=ALL_KNOBS) for i in BOX.online}
+    policies = {i: i - i % 2 for i in BOX.online}
     classes = {
         "low": ClassSettings("low", min_freq=khz(1_000_000), max_freq=khz(2_000_000), epp=200),
         "high": ClassSettings("high", min_freq=khz(1_500_000), max_freq=khz(3_000_000), epp=50),
     }
     target = plan_power(
-        {"low": CPUSet.of(0), "high": CPUSet.of(1)}, classes, caps(cpus=shared), BOX
+        {"low": CPUSet.of(0), "high": CPUSet.of(1)},
+        classes,
+        caps(cpus=shared, policies=policies),
+        BOX,
     )
     assert target.cpus[0] == target.cpus[1]
     assert (target.cpus[0].min_khz, target.cpus[0].max_khz, target.cpus[0].epp) == (

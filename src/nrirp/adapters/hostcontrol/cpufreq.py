@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from nrirp.adapters.hostcontrol.files import (
     TrackedFiles,
@@ -63,6 +63,9 @@ class SysfsCPUPower:
         self._cpu_dir = os.path.join(self.root, "devices/system/cpu")
         self._files = TrackedFiles(journal)
         self._caps: PowerCaps | None = None
+        self._cstate_paths: dict[int, dict[str, str]] = {}
+        """Per CPU, the ``disable`` file of each C-state by name (read once)."""
+        self._applied: PowerTarget | None = None
 
     # ------------------------------------------------------------------ discovery
     def capabilities(self) -> PowerCaps:
@@ -73,10 +76,18 @@ class SysfsCPUPower:
     def _discover(self) -> PowerCaps:
         unavailable: dict[Knob, str] = {}
         cpus: dict[int, CPUCaps] = {}
+        alike: dict[CPUCaps, CPUCaps] = {}  # one value for CPUs alike (planning reuses it)
+        policies: dict[int, int] = {}
         for cpu in self._online():
-            cpus[cpu] = self._cpu_caps(cpu, unavailable)
+            caps, policy = self._cpu_caps(cpu, unavailable)
+            cpus[cpu] = alike.setdefault(caps, caps)
+            policies[cpu] = policy
+        members: dict[int, int] = {}
+        for policy in policies.values():
+            members[policy] = members.get(policy, 0) + 1
+        shared = {cpu: p for cpu, p in policies.items() if members[p] > 1}
         uncore = self._uncore_caps(unavailable)
-        return PowerCaps(cpus=cpus, uncore=uncore, unavailable=unavailable)
+        return PowerCaps(cpus=cpus, uncore=uncore, unavailable=unavailable, policies=shared)
 
     def _online(self) -> CPUSet:
         text = read_text(os.path.join(self._cpu_dir, "online"))
@@ -85,14 +96,15 @@ class SysfsCPUPower:
         except CPUSetError:
             return CPUSet()
 
-    def _cpu_caps(self, cpu: int, unavailable: dict[Knob, str]) -> CPUCaps:
+    def _cpu_caps(self, cpu: int, unavailable: dict[Knob, str]) -> tuple[CPUCaps, int]:
         base = os.path.join(self._cpu_dir, f"cpu{cpu}")
         freq = os.path.join(base, "cpufreq")
         knobs: set[Knob] = set()
         if not os.path.isdir(freq):
             for knob, _ in _KNOB_FILES:
                 unavailable.setdefault(knob, f"no cpufreq: {freq} is missing")
-            min_khz = max_khz = base_khz = policy = None
+            min_khz = max_khz = base_khz = None
+            policy = cpu
             governors: tuple[str, ...] = ()
         else:
             for knob, name in _KNOB_FILES:
@@ -112,15 +124,15 @@ class SysfsCPUPower:
             )
             policy = self._policy_id(freq, cpu)
         cstates = self._cstates(base, knobs, unavailable)
-        return CPUCaps(
+        caps = CPUCaps(
             min_khz=min_khz,
             max_khz=max_khz,
             base_khz=base_khz,
             governors=governors,
             cstates=cstates,
             knobs=frozenset(knobs),
-            policy=policy,
         )
+        return caps, policy
 
     @staticmethod
     def _policy_id(freq: str, cpu: int) -> int:
@@ -190,20 +202,44 @@ class SysfsCPUPower:
 
     # ------------------------------------------------------------------ applying
     def apply(self, target: PowerTarget) -> None:
-        wanted: dict[str, str] = {}
-        for cpu, cpu_target in target.cpus.items():
-            wanted.update(self._cpu_files(cpu, cpu_target))
-        for (package, die), uncore in target.uncore.items():
-            wanted.update(self._uncore_files(package, die, uncore))
+        """The first call makes every file match (what a killed daemon left, from the
+        journal, included); later ones touch only the CPUs and dies whose target changed."""
+        previous = self._applied
+        self._applied = target
         problems: list[str] = []
-        for path in self._files.paths():
-            if path not in wanted:
-                self._guard(problems, functools.partial(self._files.reset, path))
-        for path, value in _ordered(wanted, self._files):
-            self._guard(problems, functools.partial(self._files.set, path, value))
+        if previous is None:
+            wanted: dict[str, str] = {}
+            for cpu, cpu_target in target.cpus.items():
+                wanted.update(self._cpu_files(cpu, cpu_target))
+            for (package, die), uncore in target.uncore.items():
+                wanted.update(self._uncore_files(package, die, uncore))
+            self._switch(self._files.paths(), wanted, problems)
+        else:
+            for cpu in previous.cpus.keys() | target.cpus.keys():
+                old, new = previous.cpus.get(cpu), target.cpus.get(cpu)
+                if old != new:
+                    before = self._cpu_files(cpu, old) if old is not None else {}
+                    after = self._cpu_files(cpu, new) if new is not None else {}
+                    self._switch(before, after, problems)
+            for key in previous.uncore.keys() | target.uncore.keys():
+                old_u, new_u = previous.uncore.get(key), target.uncore.get(key)
+                if old_u != new_u:
+                    before = self._uncore_files(*key, old_u) if old_u is not None else {}
+                    after = self._uncore_files(*key, new_u) if new_u is not None else {}
+                    self._switch(before, after, problems)
         raise_problems("CPU classes", problems)
 
+    def _switch(self, before: Iterable[str], after: dict[str, str], problems: list[str]) -> None:
+        """Files of ``before`` not in ``after`` get their original back; ``after`` is written
+        (in an order the kernel accepts)."""
+        for path in before:
+            if path not in after:
+                self._guard(problems, functools.partial(self._files.reset, path))
+        for path, value in _ordered(after, self._files):
+            self._guard(problems, functools.partial(self._files.set, path, value))
+
     def restore(self) -> None:
+        self._applied = None
         raise_problems("restoring CPU classes", self._files.restore())
 
     def current(self) -> dict[str, str]:
@@ -222,12 +258,24 @@ class SysfsCPUPower:
         if target.epp is not None:
             out[os.path.join(freq, "energy_performance_preference")] = str(target.epp)
         if target.disabled_cstates:
+            states = self._cstate_files(cpu)
+            for name in target.disabled_cstates:
+                path = states.get(name)
+                if path is not None:
+                    out[path] = "1"
+        return out
+
+    def _cstate_files(self, cpu: int) -> dict[str, str]:
+        found = self._cstate_paths.get(cpu)
+        if found is None:
             idle = os.path.join(self._cpu_dir, f"cpu{cpu}", "cpuidle")
+            found = {}
             for entry in os.listdir(idle) if os.path.isdir(idle) else ():
                 name = read_text(os.path.join(idle, entry, "name"))
-                if name in target.disabled_cstates:
-                    out[os.path.join(idle, entry, "disable")] = "1"
-        return out
+                if name is not None:
+                    found[name] = os.path.join(idle, entry, "disable")
+            self._cstate_paths[cpu] = found
+        return found
 
     def _uncore_files(self, package: int, die: int, target: UncoreTarget) -> dict[str, str]:
         d = os.path.join(

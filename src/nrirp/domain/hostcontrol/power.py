@@ -49,10 +49,10 @@ class Knob(enum.StrEnum):
 ALL_KNOBS = frozenset(Knob) - {Knob.UNCORE}
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class CPUCaps:
-    """What one CPU offers: its frequency range (kHz), the governors and C-states it has, the
-    knobs that can be written and the cpufreq policy it shares (``policy``: a policy id)."""
+    """What one CPU offers: its frequency range (kHz), the governors and C-states it has and
+    the knobs that can be written (CPUs alike may share one value)."""
 
     min_khz: int | None = None
     max_khz: int | None = None
@@ -60,7 +60,6 @@ class CPUCaps:
     governors: tuple[str, ...] = ()
     cstates: tuple[str, ...] = ()
     knobs: frozenset[Knob] = frozenset()
-    policy: int | None = None
 
 
 @attrs.frozen
@@ -74,9 +73,11 @@ class UncoreCaps:
 @attrs.frozen
 class PowerCaps:
     """What the host offers for CPU classes, and why what is missing is missing
-    (``unavailable``: a knob -> one line naming the file and the cause, for notices)."""
+    (``unavailable``: a knob -> one line naming the file and the cause, for notices);
+    ``policies``: the cpufreq policy of each CPU that shares one with others (its id)."""
 
     cpus: Mapping[int, CPUCaps] = attrs.field(default=_EMPTY_MAP)
+    policies: Mapping[int, int] = attrs.field(default=_EMPTY_MAP)
     uncore: Mapping[tuple[int, int], UncoreCaps] = attrs.field(default=_EMPTY_MAP)
     unavailable: Mapping[Knob, str] = attrs.field(default=_EMPTY_MAP)
 
@@ -163,14 +164,19 @@ def plan_power(
         return NO_TARGET
     capped = _turbo_capped(class_of, machine, turbo_domain)
     targets: dict[int, CPUTarget] = {}
+    made: dict[tuple[str, int, bool], CPUTarget] = {}  # most CPUs share their caps
     for cpu, settings in class_of.items():
         cpu_caps = caps.cpus.get(cpu)
         if cpu_caps is None:
             continue
-        target = _cpu_target(settings, cpu_caps, settings.name in capped.get(cpu, ()))
+        key = (settings.name, id(cpu_caps), settings.name in capped.get(cpu, ()))
+        target = made.get(key)
+        if target is None:
+            target = made[key] = _cpu_target(settings, cpu_caps, key[2])
         if not target.is_empty():
             targets[cpu] = target
-    _share_policies(targets, class_of, caps)
+    if caps.policies:
+        _share_policies(targets, class_of, caps)
     return PowerTarget(
         cpus=MappingProxyType(targets),
         uncore=MappingProxyType(_uncore(class_of, caps, machine)),
@@ -226,9 +232,8 @@ def _share_policies(
 ) -> None:
     """CPUs of one cpufreq policy get one setting: the highest limits among their classes."""
     members: dict[int, list[int]] = defaultdict(list)
-    for cpu, cpu_caps in caps.cpus.items():
-        if cpu_caps.policy is not None:
-            members[cpu_caps.policy].append(cpu)
+    for cpu, policy in caps.policies.items():
+        members[policy].append(cpu)
     for cpus in members.values():
         classed = [cpu for cpu in cpus if cpu in class_of]
         if len(cpus) < 2 or not classed:
