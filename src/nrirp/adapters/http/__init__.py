@@ -3,6 +3,6 @@
 The server (``nrirp.adapters.http.server.HttpServer``) imports ``http.server``; import it
 only when an endpoint is served."""
 
-from nrirp.adapters.http.response import Response, Route
+from nrirp.adapters.http.response import QueryRoute, Response, Route
 
-__all__ = ["Response", "Route"]
+__all__ = ["QueryRoute", "Response", "Route"]

@@ -3,7 +3,7 @@ import)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import attrs
 
@@ -16,3 +16,5 @@ class Response:
 
 
 Route = Callable[[], Response]
+QueryRoute = Callable[[Mapping[str, str]], Response]
+"""A route that reads the query string: each parameter's first value, by name."""

@@ -2,8 +2,8 @@
 
 The server runs on daemon threads of its own, so a slow client or a scrape never holds up
 the event loop that serves NRI; a route that needs the pipeline's state asks the loop for it
-(see ``app/daemon/observability.py``). Routes are exact paths (a query string is ignored);
-other paths get 404, other methods 405.
+(see ``app/daemon/observability.py``). Routes are exact paths: a plain route ignores the
+query string, a query route gets its parameters; other paths get 404, other methods 405.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import logging
 import re
 import socket
 import threading
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from nrirp.adapters.http.response import Response, Route
+from nrirp.adapters.http.response import QueryRoute, Response, Route
 
 log = logging.getLogger("nrirp.http")
 
@@ -41,6 +42,7 @@ class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     routes: Mapping[str, Route] = {}
+    query_routes: Mapping[str, QueryRoute] = {}
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -57,12 +59,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._serve(body=False)
 
     def _serve(self, *, body: bool) -> None:
-        route = self.server.routes.get(self.path.split("?", 1)[0])
-        if route is None:
+        path, _, query = self.path.partition("?")
+        route = self.server.routes.get(path)
+        query_route = self.server.query_routes.get(path)
+        if route is None and query_route is None:
             response = Response(404, b"not found\n")
         else:
             try:
-                response = route()
+                if query_route is not None:
+                    params = urllib.parse.parse_qs(query, keep_blank_values=True)
+                    response = query_route({k: v[0] for k, v in params.items()})
+                else:
+                    assert route is not None
+                    response = route()
             except Exception:
                 log.exception("HTTP %s failed", self.path)
                 response = Response(500, b"internal error\n")
@@ -83,12 +92,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 class HttpServer:
-    """Serves ``routes`` (path -> :data:`Route`) on ``endpoint`` (``host:port``, ``:port`` or
-    ``[v6]:port``; port 0 picks a free one, see :attr:`port`)."""
+    """Serves ``routes`` (path -> :data:`Route`) and ``query_routes`` (path ->
+    :data:`QueryRoute`) on ``endpoint`` (``host:port``, ``:port`` or ``[v6]:port``; port 0
+    picks a free one, see :attr:`port`)."""
 
-    def __init__(self, endpoint: str, routes: Mapping[str, Route]) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        routes: Mapping[str, Route],
+        query_routes: Mapping[str, QueryRoute] | None = None,
+    ) -> None:
         self.endpoint = endpoint
         self.routes = dict(routes)
+        self.query_routes = dict(query_routes or {})
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -100,6 +116,7 @@ class HttpServer:
         class Server(_Server):
             address_family = family
             routes = self.routes
+            query_routes = self.query_routes
 
         server = Server((host, port), _Handler)
         self._server = server

@@ -226,11 +226,44 @@ def _replay(
     the defaults); raises :class:`_Exit` when it cannot run."""
     import asyncio
 
+    from nrirp.app.simulator import replay, replay_result
+    from nrirp.app.simulator.recorded import RecordedStepFailed
+    from nrirp.simruntime import SimRuntimeError
+
+    recording = workload.recording
+    container = started_simulator(args, workload, policy, hardware, config_file)
+    lean = recording is not None and not (args.every_step or args.svg or args.html)
+    try:
+        steps = asyncio.run(
+            replay(
+                container,
+                workload,
+                last_state_only=lean,
+                recorded_config=config_file is None,
+            )
+        )
+    except (SimRuntimeError, RecordedStepFailed) as exc:  # a recording whose start is refused
+        raise _Exit(EXIT_INPUT, f"{args.workload}: {exc}") from None
+    shown = config_file
+    if shown is None and recording is not None and recording.config is not None:
+        shown = "the recording's configuration"
+    return replay_result(container, workload, steps, hardware=source, config_file=shown)
+
+
+def started_simulator(
+    args: argparse.Namespace,
+    workload: Any,
+    policy: str,
+    hardware: Any,
+    config_file: str | None,
+) -> Any:
+    """A simulator for ``workload`` (``args``: ``policy_module``, ``nri_version``,
+    ``workload``) with its policy started with ``config_file`` (``None``: a recording's own,
+    else the defaults), ready for ``replay``; raises :class:`_Exit` when it cannot start."""
     from nrirp.adapters.system import ConfigFileError
     from nrirp.app.composition import PolicyModuleError
-    from nrirp.app.simulator import build_simulator, replay, replay_result
+    from nrirp.app.simulator import build_simulator
     from nrirp.app.simulator.from_recording import use_recording_state
-    from nrirp.app.simulator.recorded import RecordedStepFailed
     from nrirp.domain.config import ConfigError
     from nrirp.domain.pipeline import OperationFailedError, StateRestoreError
     from nrirp.domain.policy import UnknownPolicyError
@@ -268,22 +301,7 @@ def _replay(
         raise _Exit(EXIT_START, f"policy {policy} refused to start: {exc.reason}") from None
     except StateRestoreError as exc:
         raise _Exit(EXIT_INPUT, f"{args.workload}: recording.state: {exc}") from None
-    lean = recording is not None and not (args.every_step or args.svg or args.html)
-    try:
-        steps = asyncio.run(
-            replay(
-                container,
-                workload,
-                last_state_only=lean,
-                recorded_config=config_file is None,
-            )
-        )
-    except (SimRuntimeError, RecordedStepFailed) as exc:  # a recording whose start is refused
-        raise _Exit(EXIT_INPUT, f"{args.workload}: {exc}") from None
-    shown = config_file
-    if shown is None and recording is not None and recording.config is not None:
-        shown = "the recording's configuration"
-    return replay_result(container, workload, steps, hardware=source, config_file=shown)
+    return container
 
 
 def _draw(args: argparse.Namespace, result: Any, machine: Any) -> None:

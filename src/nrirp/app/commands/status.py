@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import sys
 from typing import Any
 
+from nrirp.app.commands.common.daemon_client import STATUS_SOCKET, fetch_http, fetch_socket
 from nrirp.app.commands.common.parsing import add_command_parser
 
 HELP = "show what a running daemon decided (its status socket or HTTP endpoint)"
@@ -28,9 +28,6 @@ EXIT_CODES = {
     EXIT_UNREACHABLE: "no answer (no daemon, wrong --state-dir, no permission) or a bad answer",
     EXIT_NOT_READY: "the daemon answered but is not ready (see the runtime line)",
 }
-
-STATUS_SOCKET = "status.sock"
-TIMEOUT = 10.0
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -58,7 +55,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        raw = _fetch_http(args.http) if args.http else _fetch_socket(args.state_dir)
+        raw = fetch_http(args.http) if args.http else fetch_socket(args.state_dir)
         report = json.loads(raw)
         if not isinstance(report, dict):
             raise ValueError("the answer is not a JSON object")
@@ -95,28 +92,6 @@ def _draw(report: dict[str, Any], path: str) -> None:
     )
     with open(path, "w", encoding="utf-8") as out:
         out.write(svg)
-
-
-def _fetch_socket(state_dir: str) -> bytes:
-    path = f"{state_dir.rstrip('/')}/{STATUS_SOCKET}"
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(TIMEOUT)
-        sock.connect(path)
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _fetch_http(endpoint: str) -> bytes:
-    import urllib.request
-
-    host = endpoint
-    if host.startswith(":"):
-        host = "127.0.0.1" + host
-    with urllib.request.urlopen(f"http://{host}/status", timeout=TIMEOUT) as answer:
-        body: bytes = answer.read()
-    return body
 
 
 def render(report: dict[str, Any]) -> str:

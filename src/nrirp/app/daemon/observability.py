@@ -1,5 +1,7 @@
-"""The daemon's endpoints: ``/metrics``, ``/healthz``, ``/readyz`` and ``/status`` on
-``instrumentation.httpEndpoint``, and the status socket ``<state-dir>/status.sock`` (0600).
+"""The daemon's endpoints: ``/metrics``, ``/healthz``, ``/readyz``, ``/status`` and
+``/explain?container=...`` on ``instrumentation.httpEndpoint``, and the status socket
+``<state-dir>/status.sock`` (0600), which answers one request line (``/status``, the default
+for a client that sends none, or ``/explain?container=...``) with JSON.
 
 Threads: the pipeline runs on the event loop; the HTTP server answers on threads of its own.
 What an answer needs from the pipeline (the policy's samples, the containers, the status
@@ -21,7 +23,8 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nrirp import __version__
@@ -30,9 +33,10 @@ from nrirp.adapters.memory import LastDecisions
 from nrirp.adapters.metrics import MetricsRecorder, system_samples
 from nrirp.app.daemon.health import Health, RuntimeConnection, Verdict
 from nrirp.app.daemon.status import ConfigState, status_report
+from nrirp.app.explain import error_document, explanation_document
 from nrirp.domain.config import InstrumentationConfig, MetricsExporter, PolicyConfig
 from nrirp.domain.model import Container
-from nrirp.domain.pipeline import ResourceManager
+from nrirp.domain.pipeline import ResourceManager, UnknownContainerError
 from nrirp.domain.policy import MetricSample
 
 if TYPE_CHECKING:
@@ -48,6 +52,9 @@ LOOP_TIMEOUT = 2.0
 """Seconds an HTTP answer waits for the event loop before it uses what it has."""
 MAX_SAMPLE_AGE = 60.0
 """Seconds after which the policy's samples are taken again even if nothing ran."""
+REQUEST_WAIT = 0.2
+"""Seconds the status socket waits for a request line before it answers with the status
+(a client that sends none, such as ``socat``, gets the status report)."""
 _MAX_UNIX_PATH = 107
 
 
@@ -157,6 +164,7 @@ class Observability:
                 "/metrics": self._metrics,
                 "/status": self._status,
             },
+            {"/explain": self._explain},
         )
         try:
             server.start()
@@ -272,6 +280,30 @@ class Observability:
             return Response(503, f"{exc}\n".encode())
         return Response(200, _json(report), "application/json")
 
+    def _explain(self, params: Mapping[str, str]) -> Response:
+        container = params.get("container", "")
+        if not container:
+            return _answer(400, error_document("give the container: /explain?container=ID"))
+        if self._call is None:
+            return _answer(503, error_document("not started"))
+        try:
+            status, document = self._call(lambda: self.explain(container))
+        except TimeoutError as exc:
+            return _answer(503, error_document(str(exc)))
+        return _answer(status, document)
+
+    def explain(self, container: str) -> tuple[int, dict[str, Any]]:
+        """The policy's explanation of ``container`` (id, ``namespace/pod/name`` ...) as an
+        HTTP status and a document (on the event loop: the policy works it out from its
+        state between two requests)."""
+        if not self.manager.started:
+            return 503, error_document("the policy has not started")
+        try:
+            explanation = self.manager.explain(container)
+        except UnknownContainerError as exc:
+            return 404, error_document(str(exc))
+        return 200, explanation_document(explanation)
+
     def report(self) -> dict[str, Any]:
         """The status report (on the event loop)."""
         return status_report(
@@ -307,7 +339,11 @@ class Observability:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         try:
-            writer.write(_json(self.report()))
+            try:
+                line = await asyncio.wait_for(reader.readline(), REQUEST_WAIT)
+            except TimeoutError:
+                line = b""
+            writer.write(_json(self._socket_answer(line.decode("utf-8", "replace").strip())))
             await writer.drain()
         except Exception:
             log.exception("status socket: answer failed")
@@ -315,6 +351,23 @@ class Observability:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    def _socket_answer(self, request: str) -> Any:
+        """The answer to one request line on the status socket."""
+        path, _, query = request.partition("?")
+        if path in ("", "/status", "status"):
+            return self.report()
+        if path in ("/explain", "explain"):
+            params = urllib.parse.parse_qs(query, keep_blank_values=True)
+            container = params.get("container", [""])[0]
+            if not container:
+                return error_document("give the container: /explain?container=ID")
+            return self.explain(container)[1]
+        return error_document(f"unknown request {request[:100]!r}: /status or /explain?...")
+
+
+def _answer(status: int, document: Any) -> Response:
+    return Response(status, _json(document), "application/json")
 
 
 def _verdict(verdict: Verdict, failure: int) -> Response:

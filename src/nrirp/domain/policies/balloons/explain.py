@@ -86,7 +86,7 @@ def explain_balloon(
             container=label,
             container_id=container.id,
             verdict=Verdict.REFUSED,
-            summary=f"refused: {why}",
+            summary=why,
             stages=tuple(stages),
             placement=placement,
             shortage=why,

@@ -94,7 +94,7 @@ def explain_placement(
             container=label,
             container_id=container.id,
             verdict=Verdict.REFUSED,
-            summary=f"refused{f' ({stage})' if stage else ''}: {shortage}",
+            summary=f"{shortage} ({stage})" if stage else shortage,
             stages=tuple(stages),
             placement=placement,
             shortage=shortage,
