@@ -285,3 +285,31 @@ def test_scheduling_goes_to_the_host_when_the_runtime_cannot_carry_it() -> None:
     assert applied.scheduling is not None and applied.scheduling.policy is SchedulingPolicy.FIFO
     assert applied.io_priority is not None
     assert h.host.calls[-1].target.pid == 4242
+
+
+def test_topology_aware_prefers_pools_whose_cpus_take_the_class() -> None:
+    """Scoring item 8: with EPP writable only on socket #1's CPUs, a container whose class
+    sets EPP gets CPUs there; without the class it goes where it would anyway (socket #0)."""
+    socket1 = MACHINE.package_cpus(1)
+    partial = PowerCaps(
+        cpus={
+            i: CPUCaps(1_000_000, TURBO, BASE, knobs=ALL_KNOBS if i in socket1 else frozenset())
+            for i in MACHINE.online
+        },
+        unavailable={Knob.EPP: "read-only: .../cpu0/cpufreq/energy_performance_preference"},
+    )
+    spec = {"cpuClasses": [{"name": "perf", "energyPerformancePreference": 0}]}
+    h = start(
+        "topology-aware",
+        {**spec, "defaultExclusiveCPUClass": "perf"},
+        power=InMemoryCPUPower(partial),
+    )
+    assert any(n.startswith("CPU class perf cannot be applied in full: ") for n in h.notices())
+    _, ctr, _ = h.run("g", 2000, guaranteed=True)
+    cpus = h.manager.container(ctr.id).cpus  # type: ignore[union-attr]
+    assert cpus is not None and cpus <= socket1
+    assert all(h.power.target.cpus[c].epp == 0 for c in cpus)
+    plain = start("topology-aware", spec, power=InMemoryCPUPower(partial))
+    _, ctr, _ = plain.run("g", 2000, guaranteed=True)
+    cpus = plain.manager.container(ctr.id).cpus  # type: ignore[union-attr]
+    assert cpus is not None and cpus <= MACHINE.package_cpus(0)

@@ -81,9 +81,13 @@ class Allocations:
         hints: Sequence[TopologyHint] = (),
         weighted: Sequence[tuple[Pool, int]] = (),
         prefer: Pool | None = None,
+        class_cpus: CPUSet | None = None,
     ) -> Plan:
-        """The best placement for ``request``; raises :class:`PolicyError` naming the shortage."""
-        return self.planner.plan(request, hints=hints, weighted=weighted, prefer=prefer)
+        """The best placement for ``request``; raises :class:`PolicyError` naming the shortage.
+        ``class_cpus``: where its CPU class takes effect, when not everywhere."""
+        return self.planner.plan(
+            request, hints=hints, weighted=weighted, prefer=prefer, class_cpus=class_cpus
+        )
 
     def plan_keeping(self, request: Request, old: Grant) -> Plan | None:
         """A plan keeping the pool and CPUs of ``old`` (given by :meth:`resizing`), or ``None``."""

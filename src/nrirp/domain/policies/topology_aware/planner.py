@@ -77,8 +77,11 @@ class Planner:
         hints: Sequence[TopologyHint] = (),
         weighted: Sequence[tuple[Pool, int]] = (),
         prefer: Pool | None = None,
+        class_cpus: CPUSet | None = None,
     ) -> Plan:
         """The best placement for ``request``; raises :class:`PolicyError` naming the shortage.
+        ``class_cpus``: where the request's CPU class takes effect, when not on every CPU
+        (scoring item 8).
 
         Reserved and preserved containers live in the root pool (all memory nodes), as in the
         reference; a reserved one the reserved CPUs cannot hold any more (or that finds no
@@ -143,10 +146,11 @@ class Planner:
             memory=memory_fit,
             priority_cpus=priority_cpus,
             normal_cpus=normal_cpus,
+            class_cpus=class_cpus,
         )
         hinted = CPUSet().union(*(h.cpus for h in hints)) if request.pick_by_hints else CPUSet()
         signature = None
-        if not (hints or weighted or prefer is not None):
+        if not (hints or weighted or prefer is not None or class_cpus is not None):
             signature = request_signature(request, size, types)
         scores, complete = self.score_cache.scores(signature, pools, scorer, request, types)
         tried: set[int] = set()

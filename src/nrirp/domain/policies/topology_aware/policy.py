@@ -63,6 +63,7 @@ from nrirp.domain.policy import (
     TopologyZone,
 )
 from nrirp.domain.policy.explanation import Explanation, Subject
+from nrirp.domain.policy.settings import ContainerSettings
 from nrirp.domain.ports.decisions import Severity
 from nrirp.domain.topology import MemoryType
 
@@ -228,7 +229,7 @@ class TopologyAwarePolicy:
             self._readmitted(ctr, grant, classes, deadline, now)
         for ctr, pod, request, classes, deadline, why in anew:
             try:
-                plan = self._plan(alloc, request, pod, ctr, prefer=None)
+                plan = self._plan(alloc, request, pod, ctr, prefer=None, classes=classes)
                 check_cpu_class(classes, plan.kind, request.label)
                 grant = alloc.commit(plan, cold_start_until=deadline)
             except PolicyError as exc:
@@ -324,10 +325,30 @@ class TopologyAwarePolicy:
         container: Container,
         *,
         prefer: Pool | None,
+        classes: Classes | None = None,
     ) -> Plan:
         hints = list(self.ctx.topology_hints(container).values())
         weighted = self._affinity(alloc, pod, container)
-        return alloc.plan(request, hints=hints, weighted=weighted, prefer=prefer)
+        class_cpus = self._class_cpus(request, classes)
+        return alloc.plan(
+            request, hints=hints, weighted=weighted, prefer=prefer, class_cpus=class_cpus
+        )
+
+    def _class_cpus(self, request: Request, classes: Classes | None) -> CPUSet | None:
+        """Where the CPU class of an exclusive request takes effect on this host, when that
+        is not every CPU (scoring item 8): the ``cpu-class`` annotation's class, else
+        ``defaultExclusiveCPUClass``."""
+        if request.cpu.kind not in EXCLUSIVE_KINDS:
+            return None
+        name = (classes.cpu_class if classes is not None else None) or (
+            self._spec.default_exclusive_cpu_class
+        )
+        if name is None:
+            return None
+        support = self.ctx.cpu_class_support(name)
+        if support is None or self.ctx.machine.online <= support:
+            return None
+        return support
 
     def _affinity(
         self, alloc: Allocations, pod: Pod | None, container: Container
@@ -371,7 +392,7 @@ class TopologyAwarePolicy:
         plan = alloc.plan_keeping(request, previous) if previous is not None else None
         if plan is None:
             prefer = previous.pool if previous is not None else None
-            plan = self._plan(alloc, request, pod, container, prefer=prefer)
+            plan = self._plan(alloc, request, pod, container, prefer=prefer, classes=classes)
         check_cpu_class(classes, plan.kind, request.label)
         deadline: float | None = None
         delay = 0.0
@@ -504,6 +525,11 @@ class TopologyAwarePolicy:
             )
 
     # ================================================================== exports
+    def container_settings(self) -> ContainerSettings:
+        """Scheduling classes only when the configuration defines some (annotations and the
+        namespace / QoS mappings name them); nothing for the host controller alone."""
+        return ContainerSettings(scheduling=bool(self._spec.scheduling_classes), host=False)
+
     def host_assignment(self) -> HostAssignment:
         """CPU classes and interrupt affinity of the placement now (the same object while
         the configuration, the shared CPUs and the exclusive grants stay as they are)."""

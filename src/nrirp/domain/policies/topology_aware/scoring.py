@@ -13,7 +13,9 @@
    and among pools off that level the lowest id (the reference's tie break);
 6. tighter memory offer (fewer nodes);
 7. (having the requested memory types: decided with item 4);
-8. (CPU class: every pool can serve it, so this never decides);
+8. with a CPU class the host cannot apply on every CPU (``class_cpus``: where it can), having
+   enough such CPUs for the request among those it would take; the key has this element only
+   then (otherwise every pool can serve the class and it never decides);
 9. having enough CPUs of the requested priority (high or low) for the request, among the CPUs
    it would take (isolated ones when it uses isolated CPUs);
 10. deeper pool;
@@ -128,6 +130,7 @@ class PoolScorer:
         memory: Callable[[Pool], MemoryFit],
         priority_cpus: CPUSet | None,
         normal_cpus: CPUSet | None = None,
+        class_cpus: CPUSet | None = None,
     ) -> None:
         self.cpu = cpu
         self.supply = supply
@@ -142,6 +145,8 @@ class PoolScorer:
         self.burst_limit = cpu.limit if cpu.burstable else None
         self.priority_bits = priority_cpus.bits if priority_cpus is not None else None
         self.normal_bits = normal_cpus.bits if normal_cpus is not None else None
+        self.class_bits = class_cpus.bits if class_cpus is not None else None
+        self._class_item: tuple[int, ...] = () if class_cpus is None else (0,)
 
     def score(self, pool: Pool) -> Score:
         cpu, supply = self.cpu, self.supply
@@ -183,6 +188,9 @@ class PoolScorer:
         prio_key = 0
         if self.priority_bits is not None and (source & self.priority_bits).bit_count() < want:
             prio_key = 1
+        class_item = self._class_item
+        if self.class_bits is not None and (source & self.class_bits).bit_count() < want:
+            class_item = (1,)
         normal_key = 0
         if self.normal_bits is not None and (source & self.normal_bits).bit_count() < want:
             normal_key = 1
@@ -205,6 +213,7 @@ class PoolScorer:
             level_key,
             pid if level_key else 0,  # off the unlimitedBurstable level: the lowest id
             fit.nodes,
+            *class_item,
             prio_key,
             -pool.depth,
             *kind_key,
@@ -244,6 +253,7 @@ class PoolScorer:
             level_key,
             pool.id if level_key else 0,
             nodes,
+            *self._class_item,
             0,
             -pool.depth,
             -math.inf,
@@ -283,6 +293,7 @@ def rank_pools(
     memory: Callable[[Pool], MemoryFit],
     priority_cpus: CPUSet | None,
     normal_cpus: CPUSet | None = None,
+    class_cpus: CPUSet | None = None,
 ) -> list[Score]:
     """``pools`` best first (smaller keys are better)."""
     scorer = PoolScorer(
@@ -293,6 +304,7 @@ def rank_pools(
         memory=memory,
         priority_cpus=priority_cpus,
         normal_cpus=normal_cpus,
+        class_cpus=class_cpus,
     )
     out = [scorer.score(pool) for pool in pools]
     out.sort(key=score_key)
