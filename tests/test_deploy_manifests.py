@@ -145,7 +145,59 @@ def test_the_daemonset(rendered: tuple[str, list[dict[str, Any]]]) -> None:
     assert (
         host(str(Path(flags["--pod-resources-socket"]).parent)) == "/var/lib/kubelet/pod-resources"
     )
+    assert mounts[str(Path(flags["--pod-resources-socket"]).parent)].get("readOnly") is True
     assert volumes[mounts["/tmp"]["name"]]["emptyDir"]["medium"] == "Memory"
+
+
+def test_the_node_agent_runs_in_the_pod_as_its_service_account(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    """What the agent needs to turn on in the pod (docs/kubernetes.md): its node's name from the
+    downward API, the service account's token (in-cluster access, no kubeconfig), configuration
+    from resources (no --config-file, no --disable-agent) in the namespace its Role grants, and
+    that service account bound to exactly the roles of deploy/rbac-agent.yaml."""
+    _, docs = rendered
+    ds = one(docs, "DaemonSet")
+    spec = ds["spec"]["template"]["spec"]
+    [ctr] = spec["containers"]
+    env = {e["name"]: e for e in ctr["env"]}
+    assert env["NODE_NAME"] == {
+        "name": "NODE_NAME",
+        "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+    }
+    args = ctr["args"]
+    assert not {"--disable-agent", "--config-file", "--kubeconfig"} & set(args)
+    flags = dict(zip(args[1::2], args[2::2], strict=False))
+    account = one(docs, "ServiceAccount")
+    assert spec["serviceAccountName"] == account["metadata"]["name"]
+    assert spec.get("automountServiceAccountToken", True) is True
+    assert account.get("automountServiceAccountToken", True) is True
+    role, cluster = one(docs, "Role"), one(docs, "ClusterRole")
+    assert role["metadata"]["namespace"] == flags.get("--config-namespace", "kube-system")
+    subject = {
+        "kind": "ServiceAccount",
+        "name": account["metadata"]["name"],
+        "namespace": ds["metadata"]["namespace"],
+    }
+    for binding, bound in (
+        (one(docs, "RoleBinding"), role),
+        (one(docs, "ClusterRoleBinding"), cluster),
+    ):
+        assert binding["subjects"] == [subject]
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": bound["kind"],
+            "name": bound["metadata"]["name"],
+        }
+    # deploy/rbac-agent.yaml names the same account and binds it the same way
+    agent = [d for d in yaml.safe_load_all((DEPLOY / "rbac-agent.yaml").read_text()) if d]
+    [agent_account] = [d for d in agent if d["kind"] == "ServiceAccount"]
+    assert (agent_account["metadata"]["name"], agent_account["metadata"]["namespace"]) == (
+        account["metadata"]["name"],
+        account["metadata"]["namespace"],
+    )
+    [agent_binding] = [d for d in agent if d["kind"] == "ClusterRoleBinding"]
+    assert agent_binding["subjects"] == [subject]
 
 
 def test_rbac_grants_what_the_agent_uses_and_no_more(
