@@ -302,3 +302,37 @@ def test_policies_that_decide_nothing_say_so(policy: str) -> None:
     explanation = h.engine.manager.explain("a/c")
     assert explanation.verdict is Verdict.NOT_DECIDED
     assert f"the {policy} policy decides nothing" in explanation.summary
+
+
+def test_cpu_class_the_host_applies_on_some_cpus_only_decides_item_8() -> None:
+    """Scoring item 8 (issue 16): with EPP writable only on socket #1's CPUs, an exclusive
+    container whose class sets EPP goes to socket #1; the explanation shows item 8."""
+    from nrirp.adapters.memory import InMemoryCPUPower
+    from nrirp.domain.hostcontrol.power import ALL_KNOBS, CPUCaps, Knob, PowerCaps
+    from tests.domain.hostcontrol.test_enforcer import BASE, MACHINE, TURBO, start
+
+    socket1 = MACHINE.package_cpus(1)
+    partial = PowerCaps(
+        cpus={
+            i: CPUCaps(1_000_000, TURBO, BASE, knobs=ALL_KNOBS if i in socket1 else frozenset())
+            for i in MACHINE.online
+        },
+        unavailable={Knob.EPP: "read-only"},
+    )
+    spec = {
+        "cpuClasses": [{"name": "perf", "energyPerformancePreference": 0}],
+        "defaultExclusiveCPUClass": "perf",
+    }
+    h = start("topology-aware", spec, power=InMemoryCPUPower(partial))
+    _, ctr, _ = h.run("g", 2000, guaranteed=True)
+    stage = pool_stage(h.manager.explain(ctr.id))
+    assert stage.winner == h.manager.container(ctr.id).tags["topology-aware.pool"]  # type: ignore[union-attr]
+    [winner] = [c for c in stage.candidates if c.standing is Standing.CHOSEN]
+    items = {i.name: i for i in winner.items}
+    assert items["enough CPUs where the CPU class applies"].value is True
+    assert all(i.number > 0 for i in winner.items)
+    in_socket0 = [c for c in stage.candidates if c.items and c.name == "NUMA node #0"]
+    assert in_socket0
+    assert {i.name: i.value for i in in_socket0[0].items}[
+        "enough CPUs where the CPU class applies"
+    ] is False

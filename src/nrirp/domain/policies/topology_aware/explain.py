@@ -14,7 +14,7 @@ was short, as the policy words it. Nothing of the policy's own state changes.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -29,7 +29,11 @@ from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.memalloc import human_bytes
 from nrirp.domain.model import Container, Pod
 from nrirp.domain.policies.topology_aware.allocations import Allocations
-from nrirp.domain.policies.topology_aware.classes import check_cpu_class, choose_classes
+from nrirp.domain.policies.topology_aware.classes import (
+    Classes,
+    check_cpu_class,
+    choose_classes,
+)
 from nrirp.domain.policies.topology_aware.config_index import ConfigIndex
 from nrirp.domain.policies.topology_aware.grants import Grant, types_text
 from nrirp.domain.policies.topology_aware.hint_limits import hint_limits
@@ -79,8 +83,10 @@ def explain_placement(
     index: ConfigIndex,
     ctx: PolicyContext,
     subject: Subject,
+    class_cpus: Callable[[Request, Classes], CPUSet | None] | None = None,
 ) -> Explanation:
-    """The explanation of ``subject``'s pool (see the module's docstring)."""
+    """The explanation of ``subject``'s pool (see the module's docstring); ``class_cpus``:
+    where a request's CPU class takes effect when not on every CPU (the policy's, item 8)."""
     container, pod = subject.container, subject.pod
     label = container_label(pod, container)
     grant = alloc.grants.get(container.id) if subject.placed else None
@@ -131,12 +137,13 @@ def explain_placement(
     stages.append(Stage("request", _request_text(request, work, short is not None)))
     chosen: Plan | None = None
     failure = ""
+    cpus_of_class = class_cpus(request, classes) if class_cpus is not None else None
     try:
-        chosen = work.plan(request, hints=hints, weighted=weighted)
+        chosen = work.plan(request, hints=hints, weighted=weighted, class_cpus=cpus_of_class)
         check_cpu_class(classes, chosen.kind, request.label)
     except PolicyError as exc:
         failure = str(exc)
-    stages.append(_pool_stage(work, request, hints, weighted, chosen, failure))
+    stages.append(_pool_stage(work, request, hints, weighted, cpus_of_class, chosen, failure))
     if chosen is None or failure:
         explanation = refused(failure or f"{label}: no pool can take it")
         return _with_notes(explanation, notes)
@@ -218,6 +225,7 @@ def _pool_stage(
     request: Request,
     hints: Sequence[TopologyHint],
     weighted: Sequence[tuple[Pool, int]],
+    class_cpus: CPUSet | None,
     chosen: Plan | None,
     failure: str,
 ) -> Stage:
@@ -263,7 +271,7 @@ def _pool_stage(
             if not planner._within(pool, request, limits, types):
                 dropped[pool.id] = "cannot grant inside every topology hint (strict)"
         kept = [p for p in kept if p.id not in dropped]
-    scorer = _scorer(work, request, hints, weighted, types, size)
+    scorer = _scorer(work, request, hints, weighted, class_cpus, types, size)
     scores = sorted((scorer.score(pool) for pool in kept), key=score_key)
     winner = chosen.pool if chosen is not None and not failure else None
     candidates = _candidates(work, request, scorer, scores, winner)
@@ -302,6 +310,7 @@ def _scorer(
     request: Request,
     hints: Sequence[TopologyHint],
     weighted: Sequence[tuple[Pool, int]],
+    class_cpus: CPUSet | None,
     types: frozenset[MemoryType],
     size: int,
 ) -> PoolScorer:
@@ -325,6 +334,7 @@ def _scorer(
             if wants_normal_priority(request.cpu)
             else None
         ),
+        class_cpus=class_cpus,
     )
 
 
@@ -401,6 +411,10 @@ def score_items(scorer: PoolScorer, score: Score, memory_limit: int | None) -> t
             Item(3, "depth", int(-rest[3]), "higher"),
             Item(3, "pool id", int(rest[4]), "lower"),
         )
+    class_item: tuple[Item, ...] = ()
+    if scorer.class_bits is not None and len(rest) == 15:  # item 8 is in the key
+        class_item = (Item(8, "enough CPUs where the CPU class applies", not rest[8], "true"),)
+        rest = (*rest[:8], *rest[9:])
     if scorer.hints or len(rest) != 14:
         # a key of another shape than this module knows: show it as it is
         return tuple(Item(0, f"key[{i}]", _number(v), "lower") for i, v in enumerate(key))
@@ -418,6 +432,7 @@ def score_items(scorer: PoolScorer, score: Score, memory_limit: int | None) -> t
         Item(5, "at the unlimitedBurstable level", _when(rest[5], cpu.unlimited_level), "true"),
         Item(5, "pool id off the level", int(rest[6]) if rest[5] else None, "lower"),
         Item(6, "memory nodes offered", int(rest[7]) if viable else None, "lower"),
+        *class_item,
         Item(9, "enough CPUs of the priority", _when(rest[8], scorer.priority_bits), "true"),
         Item(10, "depth", int(-rest[9]), "higher"),
         *_kind_items(scorer, score, rest[10:13]),

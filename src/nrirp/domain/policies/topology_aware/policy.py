@@ -550,6 +550,7 @@ class TopologyAwarePolicy:
             index=self._index,
             ctx=self.ctx,
             subject=subject,
+            class_cpus=self._class_cpus,
         )
 
     def topology_zones(self) -> Sequence[TopologyZone]:
