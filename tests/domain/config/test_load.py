@@ -67,7 +67,7 @@ def test_topology_aware_helm_default_loads_with_reference_defaults() -> None:
     assert spec.unlimited_burstable is BurstableLevel.PACKAGE
     assert spec.controllable_interrupts == ("*",)
     assert spec.available_resources.is_empty()
-    assert config.agent.node_resource_topology is True
+    assert config.agent.exports_topology and config.agent.node_resource_topology is None
     assert config.agent.pod_resource_api is False
     assert config.instrumentation.report_period == Duration.parse("30s")
     assert config.instrumentation.metrics.enabled == ("policy", "buildinfo")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from nrirp.domain.config import load_policy_config
@@ -12,9 +13,7 @@ from nrirp.domain.config.unapplied import DAEMON, Environment, unapplied_fields
 
 RESERVED = {"reservedResources": {"cpu": "750m"}}
 SIMULATOR = Environment(name="nrirp simulate")
-AGENT_DAEMON = Environment(
-    name="nrirp run", http_server=True, log_settings=True, kubernetes_agent=True
-)
+AGENT_DAEMON = attrs.evolve(DAEMON, kubernetes_agent=True)
 
 
 def paths(policy: str, spec: dict[str, Any], env: Environment = DAEMON) -> list[str]:
@@ -106,6 +105,25 @@ def test_outside_the_daemon_the_server_and_log_settings_are_not_applied() -> Non
         "instrumentation.reportPeriod",
         "agent.podResourceAPI",
     ]
-    # the daemon applies the server and log settings; klog is the Go reference's
-    assert paths("topology-aware", spec) == ["log.klog", "agent.podResourceAPI"]
+    # the daemon applies the server and log settings and asks the kubelet for pod
+    # resources with or without the agent; klog is the Go reference's
+    assert paths("topology-aware", spec) == ["log.klog"]
     assert paths("topology-aware", spec, AGENT_DAEMON) == ["log.klog"]
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_node_resource_topology_given_without_the_agent_is_named(value: bool) -> None:
+    spec = {"agent": {"nodeResourceTopology": value}}
+    config = load_policy_config("balloons", {**RESERVED, **spec})
+    assert config.agent.exports_topology is value
+    [field] = unapplied_fields(config, DAEMON)
+    assert (field.path, field.value) == ("agent.nodeResourceTopology", str(value).lower())
+    assert "runs no Kubernetes agent" in field.why
+    assert paths("balloons", spec, SIMULATOR) == ["agent.nodeResourceTopology"]
+    assert paths("balloons", spec, AGENT_DAEMON) == []
+
+
+def test_node_resource_topology_not_given_exports_and_warns_of_nothing() -> None:
+    config = load_policy_config("balloons", {**RESERVED, "agent": {"podResourceAPI": False}})
+    assert config.agent.node_resource_topology is None and config.agent.exports_topology
+    assert unapplied_fields(config, DAEMON) == []

@@ -34,15 +34,18 @@ class Environment:
 
     ``http_server``: ``instrumentation.httpEndpoint``, ``prometheusExport``, ``metrics``,
     ``reportPeriod`` (the daemon). ``log_settings``: ``log.debug`` and ``log.source``.
-    ``kubernetes_agent``: the ``agent`` block."""
+    ``kubernetes_agent``: ``agent.nodeResourceTopology`` (the node agent exports it).
+    ``pod_resources``: ``agent.podResourceAPI`` (the daemon's topology hints ask the kubelet,
+    with or without the agent)."""
 
     name: str
     http_server: bool = False
     log_settings: bool = False
     kubernetes_agent: bool = False
+    pod_resources: bool = False
 
 
-DAEMON = Environment(name="nrirp run", http_server=True, log_settings=True)
+DAEMON = Environment(name="nrirp run", http_server=True, log_settings=True, pod_resources=True)
 """The daemon without the Kubernetes agent."""
 
 
@@ -178,9 +181,16 @@ def _groups(metrics: MetricsConfig) -> str:
 
 
 def _agent(agent: Any, env: Environment) -> Iterator[UnappliedField]:
-    if env.kubernetes_agent:
-        return
-    why = f"{env.name} runs no Kubernetes agent"
-    defaults = AgentConfig()
-    if agent.pod_resource_api != defaults.pod_resource_api:
-        yield UnappliedField("agent.podResourceAPI", str(agent.pod_resource_api).lower(), why)
+    if not env.kubernetes_agent and agent.node_resource_topology is not None:
+        yield UnappliedField(
+            "agent.nodeResourceTopology",
+            str(agent.node_resource_topology).lower(),
+            f"{env.name} runs no Kubernetes agent: no NodeResourceTopology is exported "
+            "(the agent runs with a node name and API access, without --disable-agent)",
+        )
+    if not env.pod_resources and agent.pod_resource_api != AgentConfig().pod_resource_api:
+        yield UnappliedField(
+            "agent.podResourceAPI",
+            str(agent.pod_resource_api).lower(),
+            f"{env.name} does not ask the kubelet's pod-resources API for topology hints",
+        )

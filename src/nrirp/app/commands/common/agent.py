@@ -150,7 +150,7 @@ class DaemonAgent:
         from nrirp.domain.config import AgentConfig
 
         block = config.agent if config is not None else AgentConfig()
-        self.agent.export_topology = block.node_resource_topology
+        self.agent.export_topology = block.exports_topology
 
     def reapply(self, trigger: str) -> bool:
         """SIGHUP: apply the resource in force again (``False`` if none)."""
