@@ -128,3 +128,14 @@ def test_a_policy_that_does_not_explain_says_so() -> None:
     explanation = h.engine.manager.explain("default/a/c")
     assert explanation.verdict is Verdict.NOT_EXPLAINED
     assert explanation.summary == "policy silent does not explain its decisions"
+
+
+def test_a_stopped_container_is_explained_as_if_it_arrived_now() -> None:
+    h = engine()
+    spec = pod("s", guaranteed("c", 2, "64Mi"))
+    running = h.run(spec)
+    h.engine.stop_container(spec.sandbox, running["c"])
+    explanation = h.engine.manager.explain("default/s/c")
+    assert explanation.placement == ""
+    assert explanation.notes[0].startswith("the container is stopped: it holds nothing")
+    assert explanation.verdict is Verdict.PLACED

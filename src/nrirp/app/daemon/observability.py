@@ -302,6 +302,9 @@ class Observability:
             explanation = self.manager.explain(container)
         except UnknownContainerError as exc:
             return 404, error_document(str(exc))
+        except Exception as exc:  # a bug in a policy's explain: say so, serve on
+            log.exception("explaining %s failed", container)
+            return 500, error_document(f"internal error: {type(exc).__name__}: {exc}")
         return 200, explanation_document(explanation)
 
     def report(self) -> dict[str, Any]:

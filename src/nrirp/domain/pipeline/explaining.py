@@ -136,6 +136,10 @@ def explain_query(
     if in_cache:
         subject = Subject(container, pod, container.state.holds_resources)
         explanation = explain_with(policy, policy_name, subject, container_label(pod, container))
+        if not subject.placed:
+            state = container.state.value
+            note = f"the container is {state}: it holds nothing; explained as if it arrived now"
+            explanation = attrs.evolve(explanation, notes=(note, *explanation.notes))
     else:
         checkpoint = cache.checkpoint()
         try:
