@@ -81,6 +81,8 @@ def test_topology_aware_host_control(nri_version: str | None) -> None:
         "BestEffort",
     ]
     assert at(first, "sys/fs/resctrl/Burstable/schemata") == "L3:0=7f;1=7f; MB:0=60;1=60"
+    nginx = next(c for c in first.containers if c.name == "nginx")
+    assert nginx.rdt_class == "Burstable"  # usePodQoSAsDefaultClass, through NRI
     export = next(v for k, v in first.host.files.items() if k.endswith("resources.sh"))
     assert 'SHARED_CPUS="1-55,57-111"' in export
     # step 2: turbo on the exclusive CPUs, uncore of their die, interrupts off them

@@ -184,6 +184,8 @@ def test_json_document_schema(capsys: pytest.CaptureFixture[str]) -> None:
         "scheduling": None,
         "io_priority": None,
         "applied_by": None,
+        "rdt_class": None,
+        "blockio_class": None,
     }
     assert len(postgres["id"]) == 64
     refused = doc["steps"][3]

@@ -480,6 +480,8 @@ def _container_view(
         cpu_period=res.cpu_period,
         memory_limit=res.memory_limit,
         oom_score_adj=status.oom_score_adj,
+        rdt_class=res.rdt_class,
+        blockio_class=res.blockio_class,
         decided_cpus=None if known is None else known.cpus,
         decided_mems=None if known is None else known.mems,
         known_to_policy=known is not None,

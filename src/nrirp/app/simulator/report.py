@@ -86,6 +86,8 @@ def _container(c: ContainerView) -> dict[str, Any]:
         "scheduling": _scheduling(c.scheduling),
         "io_priority": _io_priority(c.io_priority),
         "applied_by": c.applied_by,
+        "rdt_class": c.rdt_class,
+        "blockio_class": c.blockio_class,
     }
 
 
@@ -336,9 +338,16 @@ def step_lines(step: StepResult) -> list[str]:
 
 
 def _scheduling_lines(containers: Sequence[ContainerView]) -> list[str]:
-    """The scheduling class of each new container that has one, and who applied it."""
+    """The scheduling class of each new container that has one, and who applied it; its RDT
+    and block I/O classes (the runtime applies them)."""
     lines = []
     for c in containers:
+        if c.change is Change.NEW and (c.rdt_class or c.blockio_class):
+            named = [f"RDT {c.rdt_class}"] if c.rdt_class else []
+            named += [f"block I/O {c.blockio_class}"] if c.blockio_class else []
+            lines.append(
+                f"classes: {c.namespace}/{c.pod}/{c.name}: {', '.join(named)} (by the runtime)"
+            )
         if c.change is not Change.NEW or c.applied_by is None:
             continue
         parts = []

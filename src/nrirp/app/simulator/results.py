@@ -62,6 +62,10 @@ class ContainerView:
     """Its scheduling settings as adjusted (at creation, or on the host since)."""
     io_priority: IOPriority | None = None
     """Its I/O priority as adjusted (at creation, or on the host since)."""
+    rdt_class: str | None = None
+    """Its RDT class (the resctrl group it joins), as the runtime holds it."""
+    blockio_class: str | None = None
+    """Its block I/O class, as the runtime holds it."""
     applied_by: str | None = None
     """Who applied its scheduling class and I/O priority: ``nri`` (the runtime, from the
     creation adjustment), ``host`` (the host controller, on its tasks after it started: the
