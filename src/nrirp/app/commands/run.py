@@ -422,9 +422,21 @@ class Daemon:
             observability=self.observability,
             log_settings=LogSettings(),
             environment=attrs.evolve(DAEMON, kubernetes_agent=self.agent is not None),
+            on_reloaded=self._check_subscription,
         )
         events.started(self.config_source, self.manager.config)
         return events
+
+    def _check_subscription(self) -> None:
+        """A reloaded configuration may need other NRI events (PostStartContainer when
+        settings wait for containers' processes): register again to change them."""
+        if not self.container.plugin().subscription_stale():
+            return
+        if not self.service.stub.resubscribe():
+            log.warning(
+                "the configuration needs other NRI events than those subscribed to; they "
+                "change when the plugin registers with the runtime again"
+            )
 
     def _stop(self, name: str) -> None:
         log.info("%s received: stopping", name)

@@ -6,6 +6,7 @@ settings, and one warning per field that has no effect here (``domain/config/una
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from nrirp.adapters.metrics import MetricsRecorder
 from nrirp.adapters.system.log_settings import LogSettings
@@ -19,7 +20,9 @@ log = logging.getLogger("nrirp.daemon")
 
 class ConfigEvents:
     """Called by the daemon at start (:meth:`started`) and after every reload
-    (:meth:`reload_ended`), whatever the configuration's source (a file, a custom resource)."""
+    (:meth:`reload_ended`), whatever the configuration's source (a file, a custom resource).
+    ``on_reloaded`` (optional) runs after a reload was applied (the daemon checks there that
+    the NRI events subscribed to still fit the configuration)."""
 
     def __init__(
         self,
@@ -29,12 +32,14 @@ class ConfigEvents:
         observability: Observability,
         log_settings: LogSettings,
         environment: Environment = DAEMON,
+        on_reloaded: Callable[[], None] | None = None,
     ) -> None:
         self.state = state
         self.recorder = recorder
         self.observability = observability
         self.log_settings = log_settings
         self.environment = environment
+        self.on_reloaded = on_reloaded
 
     def started(self, source: str, config: PolicyConfig | None) -> None:
         """``config`` (``None``: the policy's defaults) from ``source`` is in force."""
@@ -51,6 +56,8 @@ class ConfigEvents:
         self.recorder.config_reloaded(result, self.state.generation)
         if result == "applied":
             self._in_force(config, self.state.source)
+            if self.on_reloaded is not None:
+                self.on_reloaded()
 
     def _in_force(self, config: PolicyConfig | None, source: str) -> None:
         if config is not None:

@@ -38,9 +38,11 @@ from nrirp.domain.control import (
     RuntimeFeatures,
     enforce,
 )
+from nrirp.domain.control.runtime import ALL_FEATURES
 from nrirp.domain.hostcontrol.enforcer import HostEnforcer
 from nrirp.domain.hostcontrol.exports import EXPORT_ANNOTATION, TAG_EXPORT, export_mount
 from nrirp.domain.model import (
+    HOST_CONTROLLER,
     RUNTIME_CONTROLLER,
     Adjustment,
     Container,
@@ -64,6 +66,7 @@ from nrirp.domain.pipeline.errors import (
     ReentrantCallError,
 )
 from nrirp.domain.pipeline.explaining import Refusal, Refusals, explain_query
+from nrirp.domain.pipeline.lifecycle import LifecycleNeeds, lifecycle_needs
 from nrirp.domain.pipeline.persistence import StatePersistence
 from nrirp.domain.pipeline.results import CreateResult, ReconfigureOutcome, StartOutcome
 from nrirp.domain.pipeline.unit_of_work import UnitOfWork, failure_reason
@@ -77,6 +80,7 @@ from nrirp.domain.policy import (
     UpdatesFailed,
 )
 from nrirp.domain.policy.explanation import Explanation
+from nrirp.domain.policy.settings import container_settings
 from nrirp.domain.ports.clock import Clock, StoppedClock
 from nrirp.domain.ports.cpu_power import CPUPowerControl
 from nrirp.domain.ports.decisions import DecisionLog, Notice, NullDecisionLog, Severity
@@ -315,8 +319,9 @@ class ResourceManager:
         self._transition("post-create", pod, container, ContainerState.CREATED, None)
 
     def start_container(self, pod: Pod, container: Container) -> None:
-        """The container is about to start."""
-        self._transition("start-container", pod, container, None, Hook.PRE_START)
+        """The container is about to start: running from now on, unless host settings wait
+        for its process (then it is created until :meth:`post_start`)."""
+        self._transition("start-container", pod, container, _STARTED, Hook.PRE_START)
 
     def post_start(self, pod: Pod, container: Container) -> None:
         """The container started."""
@@ -420,6 +425,24 @@ class ResourceManager:
             self._heard(InboundCall("reconfigure", config=config))
             self._drain_events()
             return ReconfigureOutcome(True, updates=len(updates))
+
+    def lifecycle_needs(self) -> LifecycleNeeds:
+        """The lifecycle events this pipeline needs besides its requests, for the policy's
+        configuration in force and the runtime's features (:mod:`.lifecycle`): what an adapter
+        subscribes to."""
+        with self._serialized("query"):
+            runtime = self._controllers.get(RUNTIME_CONTROLLER)
+            return lifecycle_needs(
+                host_controller=self._controllers.get(HOST_CONTROLLER) is not None,
+                settings=container_settings(self._policy),
+                features=runtime.features
+                if isinstance(runtime, RuntimeController)
+                else ALL_FEATURES,
+                pending_host=any(
+                    HOST_CONTROLLER in c.pending.controllers
+                    for c in self.cache.pending_containers()
+                ),
+            )
 
     def set_runtime_features(self, features: RuntimeFeatures) -> None:
         """What the connected runtime carries in a creation adjustment (the NRI adapter says
@@ -544,7 +567,7 @@ class ResourceManager:
         operation: str,
         pod: Pod,
         container: Container,
-        state: ContainerState | None,
+        state: ContainerState | object | None,
         hook: Hook | None,
     ) -> None:
         """A lifecycle event: note the process, move the state forward, run the hook."""
@@ -552,7 +575,10 @@ class ResourceManager:
             current = self.cache.container(container.id)
             if current is not None:
                 current = note_process(current, container)
-                if state is not None and _moves_forward(current.state, state):
+                if state is _STARTED:  # running, unless host settings wait for the process
+                    waiting = HOST_CONTROLLER in current.pending.controllers
+                    state = ContainerState.CREATED if waiting else ContainerState.RUNNING
+                if isinstance(state, ContainerState) and _moves_forward(current.state, state):
                     current = current.with_state(state)
                 self.cache.put_container(current)
                 work.send_after_commit(self._enforce(operation, container.id, hook).updates)
@@ -754,6 +780,9 @@ class ResourceManager:
 
 
 _LIFECYCLE_ORDER = (ContainerState.CREATING, ContainerState.CREATED, ContainerState.RUNNING)
+_STARTED = object()
+"""The state StartContainer moves a container to: running, or created while host settings
+wait for its process (PostStartContainer, subscribed to only when such settings can arise)."""
 
 
 def _moves_forward(current: ContainerState, target: ContainerState) -> bool:

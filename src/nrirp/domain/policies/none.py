@@ -9,6 +9,7 @@ from nrirp.domain.config import NonePolicySpec, PolicyConfig
 from nrirp.domain.model import Container, LinuxResources
 from nrirp.domain.policy import MetricSample, PolicyContext, PolicyError, PolicyEvent, TopologyZone
 from nrirp.domain.policy.explanation import Explanation, Subject, nothing_decided
+from nrirp.domain.policy.settings import NO_SETTINGS, ContainerSettings
 
 
 class NonePolicy:
@@ -47,6 +48,10 @@ class NonePolicy:
             subject,
             "the none policy decides nothing: the container runs with what the runtime gave it",
         )
+
+    def container_settings(self) -> ContainerSettings:
+        """Nothing: the none policy sets nothing on containers."""
+        return NO_SETTINGS
 
     def topology_zones(self) -> Sequence[TopologyZone]:
         return ()

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import pytest
 
 from nrirp.adapters.memory import InMemoryStateStore, RecordingDecisionLog
+from nrirp.adapters.nri.api import EventMask
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.resmgr.plugin import ResourceManagerPlugin
 from nrirp.adapters.nri.resmgr.service import PluginService
@@ -345,3 +346,68 @@ def test_synchronize_runs_inside_the_bulk_hook() -> None:
     p = pod()
     arun(lambda: plugin.synchronize([p], [ctr("a", state=api_pb2.CONTAINER_RUNNING)]))
     assert seen == ["enter", "sync 1", "exit"]
+
+
+def configured_events(
+    policy: str, spec: dict[str, Any] | None, runtime_version: str, nri_version: str = ""
+) -> EventMask:
+    from nrirp.adapters.memory import InMemoryHostControl
+    from nrirp.domain.config import load_policy_config
+    from nrirp.domain.policies import builtin_registry
+
+    manager = ResourceManager(
+        policy=builtin_registry().create(policy),
+        machine=small_machine(),
+        host=InMemoryHostControl(),
+    )
+    manager.start(load_policy_config(policy, spec) if spec is not None else None)
+    plugin = ResourceManagerPlugin(manager, NriRuntimeUpdates())
+    request = api_pb2.ConfigureRequest(
+        runtime_name="containerd", runtime_version=runtime_version, NRI_version=nri_version
+    )
+    return arun(lambda: plugin.configure(request))
+
+
+REQUESTS = (
+    "RunPodSandbox,StopPodSandbox,RemovePodSandbox,CreateContainer,StartContainer,"
+    "UpdateContainer,StopContainer,RemoveContainer"
+)
+SCHEDULING = {
+    "reservedResources": {"cpu": "cpuset:0"},
+    "schedulingClasses": [{"name": "idle", "policy": "idle"}],
+}
+
+
+def test_subscribes_to_the_requests_and_post_start_only_for_host_side_settings(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="nrirp.resmgr"):
+        events = configured_events("topology-aware", None, "v1.7.24")
+    assert events.pretty() == REQUESTS  # no Post* events: nothing acts on them
+    (line,) = [r.getMessage() for r in caplog.records if "subscribing" in r.getMessage()]
+    assert line.startswith(f"policy topology-aware: subscribing to {REQUESTS}; ")
+    assert "PostStartContainer left out" in line
+    # scheduling classes a containerd 1.7 (NRI 0.6.1) cannot carry: applied after start
+    events = configured_events("balloons", SCHEDULING, "v1.7.24")
+    assert events.pretty() == REQUESTS.replace(
+        "StartContainer,", "StartContainer,PostStartContainer,", 1
+    )
+    # NRI 0.12 carries them: the runtime applies them at creation
+    assert configured_events("balloons", SCHEDULING, "v2.3.0", "v0.12.2").pretty() == REQUESTS
+
+
+def test_a_policy_that_does_not_say_what_it_sets_gets_post_start() -> None:
+    manager = ResourceManager(policy=PinPolicy(), machine=small_machine(), host=_Host())
+    manager.start()
+    plugin = ResourceManagerPlugin(manager, NriRuntimeUpdates())
+    events = arun(lambda: plugin.configure(api_pb2.ConfigureRequest(runtime_name="containerd")))
+    assert events & EventMask.POST_START_CONTAINER
+    assert not plugin.subscription_stale()
+
+
+class _Host:
+    def apply(self, target: object, change: object) -> None:
+        pass
+
+    def forget(self, target: object) -> None:
+        pass

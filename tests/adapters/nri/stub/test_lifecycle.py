@@ -335,3 +335,30 @@ def test_runtime_vanishing_mid_handler_drops_its_scheduled_update_and_reconnects
         await server.stop()
 
     arun(main)
+
+
+def test_resubscribe_registers_again_at_once_and_the_new_configure_chooses_the_events(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        path = tmp_path / "nri.sock"
+        plugin = Counting()
+        slow = Backoff(initial=30, maximum=30, factor=2.0, jitter=0.0)  # no redial by backoff
+        stub = Stub(plugin, name="re", index="30", socket_path=path, reconnect=slow, environ={})
+        server = await RuntimeServer(path).start()
+        running = asyncio.create_task(stub.run())
+        first = await server.next_peer()
+        await first.handshake()
+        await first.synchronize()
+        assert stub.resubscribe()
+        second = await asyncio.wait_for(server.next_peer(), 5)  # at once, no backoff
+        await asyncio.wait_for(second.registration, 5)
+        await second.handshake()
+        await second.synchronize()
+        assert plugin.configures == 2
+        stub.stop()
+        await asyncio.wait_for(running, 5)
+        assert not stub.resubscribe()  # not connected
+        await server.stop()
+
+    arun(main)

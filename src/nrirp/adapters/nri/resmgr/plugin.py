@@ -3,9 +3,11 @@
 Each handler translates the runtime's messages into domain values, calls the resource manager
 directly (it is synchronous and fast, so the event loop never waits on a thread) and translates
 the result back. Subscribed events: what the reference resource manager subscribes to
-(Run/Stop/RemovePodSandbox, Create/Start/Update/Stop/RemoveContainer, Synchronize) plus
-PostCreate/PostStart/PostUpdateContainer, which move containers through their lifecycle states
-and let host-side settings be applied once the container's process exists.
+(Run/Stop/RemovePodSandbox, Create/Start/Update/Stop/RemoveContainer, Synchronize), plus
+PostStartContainer only when the manager needs it (:meth:`ResourceManager.lifecycle_needs`:
+host-side settings waiting for a container's process, for the configuration in force and the
+runtime's features). Each event the runtime delivers costs it a round trip to us, so events
+nothing acts on are left out (PostCreate and PostUpdateContainer: handled if delivered anyway).
 
 Failures: a refused CreateContainer or UpdateContainer raises, so the runtime fails that
 operation with the manager's reason (``create-container container ns/pod/ctr: <reason>``): an
@@ -22,6 +24,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
+from nrirp.adapters.nri.api import EventMask
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.resmgr.translate import (
     TranslationError,
@@ -38,8 +41,29 @@ from nrirp.domain.control import RuntimeFeatures
 from nrirp.domain.model import Container, Pod
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.pipeline.errors import OperationFailedError, PipelineError
+from nrirp.domain.pipeline.lifecycle import LifecycleNeeds
 
 log = logging.getLogger("nrirp.resmgr")
+
+REQUEST_EVENTS = (
+    EventMask.RUN_POD_SANDBOX
+    | EventMask.STOP_POD_SANDBOX
+    | EventMask.REMOVE_POD_SANDBOX
+    | EventMask.CREATE_CONTAINER
+    | EventMask.START_CONTAINER
+    | EventMask.UPDATE_CONTAINER
+    | EventMask.STOP_CONTAINER
+    | EventMask.REMOVE_CONTAINER
+)
+"""The events the resource manager always handles (Synchronize comes anyway)."""
+
+
+def events_for(needs: LifecycleNeeds) -> EventMask:
+    """The events to subscribe to for the manager's ``needs``."""
+    if needs.post_start:
+        return REQUEST_EVENTS | EventMask.POST_START_CONTAINER
+    return REQUEST_EVENTS
+
 
 M = TypeVar("M")
 T = TypeVar("T")
@@ -71,11 +95,13 @@ class ResourceManagerPlugin(Plugin):
         self.updates = updates
         self.observer = observer
         self.bulk = bulk or contextlib.nullcontext
+        self.subscribed: LifecycleNeeds | None = None
+        """What the events subscribed to at the last Configure were chosen for."""
         updates.bind_failures(manager.updates_failed)
         self.synchronizations = 0
 
     # ------------------------------------------------------------------ requests
-    async def configure(self, request: api_pb2.ConfigureRequest) -> None:
+    async def configure(self, request: api_pb2.ConfigureRequest) -> EventMask:
         if self.observer is not None:
             self.observer.configured(request.runtime_name, request.runtime_version)
         level = runtime_level(request.runtime_name, request.runtime_version, request.NRI_version)
@@ -89,7 +115,26 @@ class ResourceManagerPlugin(Plugin):
                 request.runtime_version or "",
                 level,
             )
-        return None  # every event the plugin handles
+        needs = self.manager.lifecycle_needs()
+        events = events_for(needs)
+        self.subscribed = needs
+        log.debug(
+            "policy %s: subscribing to %s; PostStartContainer %s: %s",
+            self.manager.policy.name,
+            events.pretty(),
+            "included" if needs.post_start else "left out",
+            needs.reason,
+            extra={"fields": {"policy": self.manager.policy.name, "events": events.pretty()}},
+        )
+        return events
+
+    def subscription_stale(self) -> bool:
+        """True when the configuration in force needs other events than the ones subscribed
+        to at the last Configure (the plugin must register again to change them)."""
+        subscribed = self.subscribed
+        if subscribed is None:
+            return False
+        return self.manager.lifecycle_needs().post_start != subscribed.post_start
 
     async def synchronize(
         self, pods: Sequence[api_pb2.PodSandbox], containers: Sequence[api_pb2.Container]

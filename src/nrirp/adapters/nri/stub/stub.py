@@ -159,6 +159,7 @@ class Stub:
         self._socket_used = False
         self._current: _Connection | None = None
         self._stopping = False
+        self._redial_now = False
         self._stop_event = asyncio.Event()
         self._background: set[asyncio.Task[list[api_pb2.ContainerUpdate]]] = set()
         self.events: EventMask | None = None
@@ -253,6 +254,9 @@ class Stub:
                 await asyncio.gather(current.hook_task, return_exceptions=True)
             if self._stopping or redialer is None:
                 return
+            if self._redial_now:
+                self._redial_now = False
+                continue
             uptime = asyncio.get_running_loop().time() - current.up_since
             if uptime >= redialer.backoff.reset_after:
                 redialer.connection_was_long()
@@ -267,6 +271,20 @@ class Stub:
         self._stop_event.set()
         if self._current is not None:
             self._current.session.close()
+
+    def resubscribe(self) -> bool:
+        """Register again at once, so that the runtime configures the plugin anew (the events
+        to subscribe to are chosen then) and synchronizes it again: an external plugin closes
+        its connection and dials again without waiting. False when that cannot be done (a
+        pre-launched plugin or a given connection cannot reconnect; not connected: the next
+        connection subscribes anew anyway)."""
+        current = self._current
+        if self._backoff is None or current is None or current.session.closed:
+            return False
+        log.info("%s: registering again to change the events subscribed to", self.full_name)
+        self._redial_now = True
+        current.session.close()
+        return True
 
     async def wait_closed(self) -> None:
         """Wait until the current connection (if any) is down and its close hook has run."""

@@ -76,6 +76,7 @@ from nrirp.domain.policies.balloons.resize import ResizeError, Resizer
 from nrirp.domain.policies.topology_aware.classes import scheduling_of
 from nrirp.domain.policy import MetricSample, PolicyContext, PolicyError, PolicyEvent, TopologyZone
 from nrirp.domain.policy.explanation import Explanation, Subject
+from nrirp.domain.policy.settings import ContainerSettings
 from nrirp.domain.ports.decisions import Severity
 from nrirp.domain.topology.hints import HintOrigin
 
@@ -674,6 +675,12 @@ class BalloonsPolicy:
     # ================================================================== events and exports
     def handle_event(self, event: PolicyEvent) -> None:
         """The reference's balloons policy handles no events."""
+
+    def container_settings(self) -> ContainerSettings:
+        """Scheduling classes only when the configuration defines some (balloon types and
+        annotations name them); nothing for the host controller alone."""
+        spec = self._state.spec if self._state is not None else default_spec()
+        return ContainerSettings(scheduling=bool(spec.scheduling_classes), host=False)
 
     def host_assignment(self) -> HostAssignment:
         """CPU classes and interrupt affinity of the balloons as they are now (the same

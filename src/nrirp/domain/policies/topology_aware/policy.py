@@ -63,6 +63,7 @@ from nrirp.domain.policy import (
     TopologyZone,
 )
 from nrirp.domain.policy.explanation import Explanation, Subject
+from nrirp.domain.policy.settings import ContainerSettings
 from nrirp.domain.ports.decisions import Severity
 from nrirp.domain.topology import MemoryType
 
@@ -524,6 +525,11 @@ class TopologyAwarePolicy:
             )
 
     # ================================================================== exports
+    def container_settings(self) -> ContainerSettings:
+        """Scheduling classes only when the configuration defines some (annotations and the
+        namespace / QoS mappings name them); nothing for the host controller alone."""
+        return ContainerSettings(scheduling=bool(self._spec.scheduling_classes), host=False)
+
     def host_assignment(self) -> HostAssignment:
         """CPU classes and interrupt affinity of the placement now (the same object while
         the configuration, the shared CPUs and the exclusive grants stay as they are)."""
