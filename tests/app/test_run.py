@@ -64,7 +64,11 @@ class Daemon:
             )
 
     def records(self) -> list[dict[str, Any]]:
-        lines = self.log_path.read_text().splitlines()
+        """The complete JSON lines so far (the daemon may be writing the last one)."""
+        text = self.log_path.read_text()
+        lines = text.splitlines()
+        if lines and not text.endswith("\n"):
+            lines.pop()
         return [json.loads(line) for line in lines if line.startswith("{")]
 
     def text(self) -> str:

@@ -2,10 +2,12 @@
 wire-level fake API server on the other (reached through lightkube over TCP).
 
 A ``node.<node>`` resource created after start configures the policy (status Success with the
-generation), a bad one is refused with the loader's errors on the resource while the old
-configuration keeps serving, SIGHUP applies the resource again, NodeResourceTopology follows
-the placements; with the API server down at start the daemon serves with its defaults and
-picks the resource up once the server answers.
+generation) through the daemon's one reload path: the status report names the resource and its
+generation, the metrics count the reload, the endpoints follow its instrumentation block and
+its fields without effect are warned about; a bad one is refused with the loader's errors on
+the resource while the old configuration keeps serving, SIGHUP applies the resource again,
+NodeResourceTopology follows the placements; with the API server down at start the daemon
+serves with its defaults and picks the resource up once the server answers.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from nrirp.adapters.fakehw import load_machine, resolve, write_sysfs
 from nrirp.adapters.nri.gen import api_pb2
 from tests.adapters.nri.stub.runtime_peer import RuntimePeer, RuntimeServer
 from tests.app.test_run import Daemon, create, ctr, pod, with_runtime
+from tests.app.test_run_observability import aget, scrape, value
+from tests.app.test_run_observability import status as nrirp_status
 from tests.support.kube_apiserver import FakeApiServer
 
 KIND = "TopologyAwarePolicy"
@@ -70,8 +74,24 @@ def agent_daemon(tmp: Path, sysfs: Path, server: FakeApiServer) -> Daemon:
         NODE,
         "--topology-update-interval",
         "0.1",
+        "--http-endpoint",
+        "127.0.0.1:0",
         policy="topology-aware",
     )
+
+
+def serving_ports(daemon: Daemon) -> list[int]:
+    return [r["port"] for r in daemon.records() if r["msg"].startswith("serving /healthz")]
+
+
+async def report(daemon: Daemon) -> dict[str, Any]:
+    import asyncio
+    import json
+
+    shown = await asyncio.to_thread(nrirp_status, daemon.state_dir, "--json")
+    assert shown.returncode in (0, 3), shown.stderr
+    answer: dict[str, Any] = json.loads(shown.stdout)
+    return answer
 
 
 async def start_pod(peer: RuntimePeer, name: str, container: str = "app") -> Any:
@@ -103,23 +123,59 @@ def test_configuration_from_custom_resources(tmp_path: Path, sysfs: Path) -> Non
             assert nrt is not None and nrt["topologyPolicies"] == ["topology-aware"]
             assert {"name", "type", "resources", "attributes"} <= set(nrt["zones"][0])
 
-            server.apply_config(cr({"reservedResources": {"cpu": "cpuset:0-1"}}))
-            await daemon.wait_for(
-                r"reload \(custom resource TopologyAwarePolicy kube-system/node.worker-7, "
-                r"generation 1\): configuration applied"
+            source = "custom resource TopologyAwarePolicy kube-system/node.worker-7"
+            server.apply_config(
+                cr(
+                    {
+                        "reservedResources": {"cpu": "cpuset:0-1"},
+                        "log": {"klog": {"v": 4}},
+                        "instrumentation": {
+                            "httpEndpoint": "127.0.0.1:0",
+                            "prometheusExport": True,
+                        },
+                    }
+                )
             )
+            await daemon.wait_for(rf"reload \({source}, generation 1\): configuration applied")
             await eventually(lambda: node_status(server, f"node.{NODE}").get("status") == "Success")
             assert node_status(server, f"node.{NODE}")["generation"] == 1
+            # the same path as a file's reload: the warnings, the status report, the metrics
+            # and the endpoint of the configuration in force
+            warning = await daemon.wait_for(f"^configuration {source}: log.klog")
+            assert warning["level"] == "warning" and warning["field"] == "log.klog"
+            shown = (await report(daemon))["config"]
+            assert (shown["source"], shown["source_generation"], shown["generation"]) == (
+                source,
+                1,
+                2,
+            )
+            last = shown["last_reload"]
+            assert (last["result"], last["trigger"]) == ("applied", f"{source}, generation 1")
+            got, text = await aget(serving_ports(daemon)[-1], "/metrics")  # its export
+            assert got == 200
+            metrics = scrape(text)
+            assert value(metrics, "nrirp_config_reloads_total", result="applied") == 1
+            assert value(metrics, "nrirp_config_generation") == 2
 
             bad = {"reservedResources": {"cpu": "cpuset:zero"}, "bogus": 1}
             server.apply_config(cr(bad))
-            refused = await daemon.wait_for(r"generation 2\): not applied, the old configuration")
+            refused = await daemon.wait_for(
+                r"generation 2\): new configuration not applied, the old one stays"
+            )
             assert any("bogus" in e for e in refused["errors"])
             await eventually(lambda: node_status(server, f"node.{NODE}").get("status") == "Failure")
             status = node_status(server, f"node.{NODE}")
             assert status["generation"] == 2
             assert any(e.startswith("spec.bogus: unknown field") for e in status["errors"])
             assert any(e.startswith("spec.reservedResources.cpu") for e in status["errors"])
+            shown = (await report(daemon))["config"]
+            assert (shown["source"], shown["source_generation"], shown["generation"]) == (
+                source,
+                1,
+                2,
+            )
+            assert shown["last_reload"]["result"] == "invalid"
+            assert shown["last_reload"]["source_generation"] == 2
             # the old configuration keeps serving pods (its reserved CPUs stay 0-1)
             second = await start_pod(peer, "two")
             assert second.adjust.linux.resources.cpu.cpus
@@ -133,7 +189,7 @@ def test_configuration_from_custom_resources(tmp_path: Path, sysfs: Path) -> Non
             )
             assert "errors" not in node_status(server, f"node.{NODE}")
             daemon.proc.send_signal(signal.SIGHUP)
-            await daemon.wait_for(r"generation 3\): the configuration in force already")
+            await daemon.wait_for(r"generation 3\): configuration is in force already")
             daemon.proc.send_signal(signal.SIGTERM)
             assert await daemon.wait_exit() == 0
         finally:

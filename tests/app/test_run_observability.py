@@ -264,7 +264,13 @@ def test_the_http_endpoint_flag_serves_health_without_a_configuration(
             await peer.handshake(runtime_version="v1.7.24")
             await until(port, "/readyz", 200)
             report = json.loads((await aget(port, "/status"))[1])
-            assert report["config"] == {"source": "defaults", "generation": 1, "last_reload": None}
+            assert report["config"] == {
+                "source": "defaults",
+                "source_generation": None,
+                "generation": 1,
+                "last_reload": None,
+                "reloading": None,
+            }
         finally:
             daemon.kill()
 

@@ -139,7 +139,7 @@ def test_configuration_status_and_topology_from_the_cluster(
 
     # a bad resource: Failure with the loader's errors; the old configuration keeps serving
     apiserver.apply_config(cr({"reservedResources": {"cpu": "cpuset:zero"}, "bogus": 1}))
-    refused = daemon.wait_for(r"generation 2\): not applied, the old configuration stays")
+    refused = daemon.wait_for(r"generation 2\): new configuration not applied, the old one stays")
     until(lambda: status(apiserver).get("status") == "Failure", "status Failure")
     failed = status(apiserver)
     assert failed["generation"] == 2

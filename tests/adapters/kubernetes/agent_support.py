@@ -29,7 +29,7 @@ class Recorder:
     def __init__(self) -> None:
         self.applied: list[ConfigChoice] = []
 
-    def __call__(self, choice: ConfigChoice) -> ConfigStatus:
+    async def __call__(self, choice: ConfigChoice) -> ConfigStatus:
         self.applied.append(choice)
         if "bad" in choice.document.get("spec", {}):
             return ConfigStatus(False, errors=("spec.bad: unknown field",))

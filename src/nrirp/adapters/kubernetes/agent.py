@@ -5,10 +5,12 @@
 * **configuration**: lists and watches the active policy's custom resources in the config
   namespace and the node itself (for its group label); whenever the resource that applies
   (``node.<node>``, else ``group.<group>``, else ``default``) or its generation changes, it
-  calls the handler the daemon gave it (:meth:`NodeAgent.on_config`: the daemon's reload
-  path), then writes the outcome as ``status.nodes[<node>]`` on that resource and removes the
-  node's entry from the resource it used before. When none applies any more, the
-  configuration in force stays (as the reference does).
+  awaits the handler the daemon gave it (:meth:`NodeAgent.on_config`: the daemon's reload
+  path, which loads the document off the loop) on a task of its own, one resource at a time
+  (the latest choice replaces one not started yet), then writes the outcome as
+  ``status.nodes[<node>]`` on that resource and removes the node's entry from the resource it
+  used before. When none applies any more, the configuration in force stays (as the
+  reference does).
 * **topology**: :meth:`topology_changed` (the domain's ``Kubernetes`` port, called after
   every committed change) only marks the zones stale; a task reads them from the manager at
   most once per ``topology_interval`` seconds and writes the node's NodeResourceTopology when
@@ -102,7 +104,8 @@ class ConfigChoice:
         )
 
 
-ConfigHandler = Callable[[ConfigChoice], ConfigStatus]
+ConfigHandler = Callable[[ConfigChoice], Awaitable[ConfigStatus]]
+"""Applies a resource's document (awaited on the agent's loop) and says how it went."""
 ZoneSource = Callable[[], Sequence[TopologyZone]]
 
 
@@ -178,6 +181,9 @@ class NodeAgent:
         self._configs_synced = kind is None
         self._node_synced = False
         self._in_force: ConfigChoice | None = None
+        self._to_apply: ConfigChoice | None = None
+        self._apply_wake = asyncio.Event()
+        self._applying = False
         self._status_on: str | None = None
         self._none_logged = False
         self._status_queue: dict[str, JsonObject] = {}
@@ -197,8 +203,8 @@ class NodeAgent:
 
     # ------------------------------------------------------------------ wiring
     def on_config(self, handler: ConfigHandler) -> None:
-        """``handler(choice)`` applies a resource's document and says how it went; it runs on
-        the agent's event loop (the daemon's reload path)."""
+        """``await handler(choice)`` applies a resource's document and says how it went; it
+        runs on the agent's event loop, one at a time (the daemon's reload path)."""
         self._handler = handler
 
     def attach_topology(self, policy: str, zones: ZoneSource) -> None:
@@ -223,7 +229,8 @@ class NodeAgent:
 
     @property
     def in_force(self) -> ConfigChoice | None:
-        """The resource whose configuration was last applied (or refused)."""
+        """The resource that configures the node: the last one applied, refused or being
+        applied."""
         return self._in_force
 
     # ------------------------------------------------------------------ the port
@@ -245,6 +252,7 @@ class NodeAgent:
         self._spawn(self._follow_node(), "node")
         if self.kind is not None:
             self._spawn(self._follow_configs(), "configs")
+            self._spawn(self._apply_configs(), "apply")
         self._spawn(self._write_status(), "status")
         self._spawn(self._export(), "topology")
 
@@ -274,6 +282,8 @@ class NodeAgent:
         """Nothing being handled and nothing waiting to be written."""
         return not (
             self._busy
+            or self._to_apply is not None
+            or self._applying
             or self._status_queue
             or self._status_busy
             or self._topology_busy
@@ -435,23 +445,41 @@ class NodeAgent:
         self._apply(choice)
 
     def _apply(self, choice: ConfigChoice) -> None:
+        """Have ``choice`` applied by :meth:`_apply_configs` (it replaces one not started)."""
         if self._handler is None:
             return
         previous = self._in_force
         if previous is None or previous.name != choice.name:
             log.info("node agent: node %s is configured by %s", self.node, choice.source)
-        try:
-            status = self._handler(choice)
-        except Exception as exc:  # a bug in the handler: report it on the resource too
-            log.exception("node agent: applying %s failed", choice.source)
-            status = ConfigStatus(False, choice.generation, (f"internal error: {exc}",))
-        self.stats.configs_applied += 1
         self._in_force = choice
-        status = attrs.evolve(status, generation=choice.generation, timestamp=self._wall_clock())
-        if self._status_on is not None and self._status_on != choice.name:
-            self._queue_status(self._status_on, clear_patch(self.node))
-        self._status_on = choice.name
-        self._queue_status(choice.name, status_patch(self.node, status))
+        self._to_apply = choice
+        self._apply_wake.set()
+
+    async def _apply_configs(self) -> None:
+        """Await the handler for each chosen resource in turn, then queue its status."""
+        while True:
+            await self._apply_wake.wait()
+            self._apply_wake.clear()
+            while self._to_apply is not None and self._handler is not None:
+                choice, self._to_apply = self._to_apply, None
+                self._applying = True
+                try:
+                    status = await self._handler(choice)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # a bug in the handler: report it on the resource too
+                    log.exception("node agent: applying %s failed", choice.source)
+                    status = ConfigStatus(False, choice.generation, (f"internal error: {exc}",))
+                finally:
+                    self._applying = False
+                self.stats.configs_applied += 1
+                status = attrs.evolve(
+                    status, generation=choice.generation, timestamp=self._wall_clock()
+                )
+                if self._status_on is not None and self._status_on != choice.name:
+                    self._queue_status(self._status_on, clear_patch(self.node))
+                self._status_on = choice.name
+                self._queue_status(choice.name, status_patch(self.node, status))
 
     # ------------------------------------------------------------------ status writes
     def _queue_status(self, name: str, patch: JsonObject) -> None:

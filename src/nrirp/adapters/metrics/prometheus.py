@@ -190,7 +190,7 @@ def _own_families(snap: RecorderSnapshot, ready: bool) -> Iterator[Metric]:
     yield _gauge("nrirp_ready", "1 while the daemon is ready (as /readyz)", 1 if ready else 0)
     reloads = CounterMetricFamily(
         "nrirp_config_reloads",
-        "Configuration reloads by result (applied, invalid, refused)",
+        "Configuration reloads by result (applied, invalid, refused, failed)",
         labels=["result"],
     )
     for result, count in sorted(snap.reloads.items()):

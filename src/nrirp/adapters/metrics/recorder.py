@@ -23,8 +23,9 @@ from nrirp.adapters.metrics.histogram import (
 )
 from nrirp.domain.policy import MetricSample
 
-RELOAD_RESULTS = ("applied", "invalid", "refused")
-"""``applied``, ``invalid`` (did not parse or validate), ``refused`` (by the policy)."""
+RELOAD_RESULTS = ("applied", "invalid", "refused", "failed")
+"""``applied``, ``invalid`` (did not parse or validate), ``refused`` (by the policy), ``failed``
+(an internal error), whatever the configuration's source (the config file, a custom resource)."""
 
 
 @attrs.frozen

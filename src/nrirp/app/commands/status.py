@@ -101,12 +101,14 @@ def render(report: dict[str, Any]) -> str:
     lines = [
         f"policy:     {report.get('policy', '?')} (nrirp {report.get('version', '?')}, "
         f"plugin {report.get('plugin', '?')})",
-        f"config:     {config.get('source', '?')}, generation {config.get('generation', '?')}",
+        f"config:     {_source(config)}, generation {config.get('generation', '?')}",
     ]
     reload = config.get("last_reload")
     if reload:
         detail = f": {reload['detail']}" if reload.get("detail") else ""
         lines.append(f"last reload: {reload.get('result')} ({reload.get('trigger')}){detail}")
+    if config.get("reloading"):
+        lines.append(f"reloading:  {config['reloading'].get('trigger')}")
     state = "connected" if runtime.get("connected") else "not connected"
     if runtime.get("connected"):
         state += ", synchronized" if runtime.get("synchronized") else ", not synchronized"
@@ -142,6 +144,13 @@ def render(report: dict[str, Any]) -> str:
     else:
         lines.append("no containers")
     return "\n".join(lines) + "\n"
+
+
+def _source(config: dict[str, Any]) -> str:
+    """Where the configuration came from, with a custom resource's own generation."""
+    source = str(config.get("source", "?"))
+    generation = config.get("source_generation")
+    return source if generation is None else f"{source} (resource generation {generation})"
 
 
 def _group_rows(kind: str, groups: list[dict[str, Any]]) -> list[list[str]]:

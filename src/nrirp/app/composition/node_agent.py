@@ -2,25 +2,30 @@
 
 :func:`node_agent` is the daemon's ``kubernetes`` adapter: a :class:`NodeAgent` over lightkube
 (imported here, only when the agent is enabled) or ``None``. :class:`CustomResourceApplier` is
-what the agent calls when another resource (or generation) configures the node: the document is
-validated by the config loader and applied with ``ResourceManager.reconfigure``, as a reload of
-the config file is; the outcome goes back on the resource as its status. The simulator builds
-its agent over a :class:`~nrirp.adapters.kubernetes.FakeCluster` and uses the same applier.
+what the agent awaits when another resource (or generation) configures the node: the document
+takes the one reload path (``reloads.py``: validated by the config loader and prepared off the
+loop, applied with ``ResourceManager.reconfigure`` on it), as a reload of the config file does;
+the outcome goes back on the resource as its status. The simulator builds its agent over a
+:class:`~nrirp.adapters.kubernetes.FakeCluster` and uses the same applier.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from nrirp.adapters.kubernetes import ClusterApi, ConfigChoice, NodeAgent
-from nrirp.domain.config import ConfigError, PolicyConfig, PolicySpecs, load_policy_config
+from nrirp.app.composition.reloads import ConfigReloads, ReloadRequest
+from nrirp.domain.config import PolicySpecs, load_policy_config
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.ports.kubernetes import ConfigStatus, Kubernetes
 from nrirp.domain.ports.topology_hints import TopologyHintSource
+
+if TYPE_CHECKING:  # the agent is imported only when it runs
+    from nrirp.adapters.kubernetes import ClusterApi, ConfigChoice, NodeAgent
 
 log = logging.getLogger("nrirp.daemon")
 
@@ -68,6 +73,8 @@ def kubernetes_agent(data: Mapping[str, Any] | None) -> Kubernetes | None:
 
 
 def agent_over(cluster: ClusterApi, settings: AgentSettings) -> NodeAgent:
+    from nrirp.adapters.kubernetes.agent import NodeAgent
+
     return NodeAgent(
         cluster,
         node=settings.node,
@@ -78,57 +85,26 @@ def agent_over(cluster: ClusterApi, settings: AgentSettings) -> NodeAgent:
 
 
 class CustomResourceApplier:
-    """Applies the resource the agent chose: load, reconfigure, report (``ConfigStatus``).
+    """Applies the resource the agent chose through ``reloads`` (the reload path the config
+    file takes) and says how it went (``ConfigStatus``)."""
 
-    ``on_applied(config)`` is called with the configuration in force after every applied
-    one (the daemon follows its ``agent`` block there)."""
-
-    def __init__(
-        self,
-        manager: ResourceManager,
-        policy: str,
-        specs: PolicySpecs,
-        on_applied: Callable[[PolicyConfig], None] | None = None,
-    ) -> None:
-        self.manager = manager
+    def __init__(self, reloads: ConfigReloads, policy: str, specs: PolicySpecs) -> None:
+        self.reloads = reloads
         self.policy = policy
         self.specs = specs
-        self.on_applied = on_applied
 
-    def __call__(self, choice: ConfigChoice) -> ConfigStatus:
-        trigger = f"custom resource {choice.source}, generation {choice.generation}"
-        try:
-            config = load_policy_config(self.policy, choice.document, self.specs)
-        except ConfigError as exc:
-            problems = exc.shown_problems()
-            log.error(
-                "reload (%s): not applied, the old configuration stays: %s",
-                trigger,
-                "; ".join(problems),
-                extra={"fields": {"errors": problems}},
+    async def __call__(self, choice: ConfigChoice) -> ConfigStatus:
+        outcome = await self.reloads.reload(
+            ReloadRequest(
+                trigger=f"custom resource {choice.source}, generation {choice.generation}",
+                source=f"custom resource {choice.source}",
+                generation=choice.generation,
+                load=functools.partial(
+                    load_policy_config, self.policy, choice.document, self.specs
+                ),
             )
-            return ConfigStatus(False, errors=tuple(problems))
-        if config == self.manager.config:
-            log.info("reload (%s): the configuration in force already", trigger)
-            self._applied(config)
-            return ConfigStatus(True)
-        outcome = self.manager.reconfigure(config)
-        if not outcome.applied:
-            log.error(
-                "reload (%s): policy refused the configuration, the old one stays: %s",
-                trigger,
-                outcome.reason,
-            )
-            return ConfigStatus(False, errors=(outcome.reason,))
-        log.info(
-            "reload (%s): configuration applied; %d container updates", trigger, outcome.updates
         )
-        self._applied(config)
-        return ConfigStatus(True)
-
-    def _applied(self, config: PolicyConfig) -> None:
-        if self.on_applied is not None:
-            self.on_applied(config)
+        return ConfigStatus(outcome.applied, errors=outcome.problems)
 
 
 def daemon_topology_hints(

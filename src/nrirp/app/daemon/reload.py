@@ -1,71 +1,44 @@
-"""Reloading the daemon's config file without stalling the event loop.
+"""Reloading the daemon's config file, through the one reload path
+(``nrirp.app.composition.reloads``: loaded and prepared on a worker thread, applied on the
+loop) that the node agent's custom resources take too.
 
-A reload (SIGHUP, or the file watcher noticing a change) reads, parses and validates the file
-on a worker thread while the loop keeps serving NRI requests, and there also prepares what the
-configuration's policy derives from it (``prepare``: compiled namespace lists, digests, the
-document saved with the state, remembered per configuration); only applying the new
-configuration, a pipeline operation like any request, runs on the loop, serialized with them.
-Reloads asked for while one runs are coalesced into one more. Whatever goes wrong, the old
-configuration stays, the reason is logged, and the watcher keeps watching.
+A reload is asked for by SIGHUP or by the file watcher noticing a change; reloads asked for
+while one runs are coalesced into one more. Whatever goes wrong, the old configuration stays,
+the reason is logged, and the watcher keeps watching.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-import threading
 from collections.abc import Callable
-from typing import TypeVar
 
-from nrirp.adapters.system import ConfigFileError, ConfigFileWatcher, read_config_file
+from nrirp.adapters.system import ConfigFileWatcher, read_config_file
+from nrirp.app.composition.reloads import (
+    ConfigReloads,
+    ReloadRequest,
+    config_preparer,
+    off_loop,
+    problems_of,
+)
 from nrirp.domain.config import PolicyConfig, PolicySpecs
-from nrirp.domain.pipeline import ConfigCodec, ResourceManager
-from nrirp.domain.policy import PolicyRegistry
-from nrirp.domain.ports.documents import DocumentError
 
 log = logging.getLogger("nrirp.daemon")
 
-_T = TypeVar("_T")
-
-
-async def off_loop(work: Callable[[], _T], name: str) -> _T:
-    """``work()`` on a fresh daemon thread, awaited without blocking the loop.
-
-    Not the loop's default executor: ``asyncio.run`` joins that at exit, so a worker stuck in
-    the kernel (a config file on a hung network mount) would keep SIGTERM from stopping the
-    daemon. A daemon thread is abandoned at exit instead; if the awaiting task is cancelled,
-    the result is dropped."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[_T] = loop.create_future()
-
-    def settle(result: _T | None, error: BaseException | None) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)  # type: ignore[arg-type]
-
-    def run() -> None:
-        try:
-            result = work()
-        except BaseException as exc:  # handed to the awaiting task, raised there
-            outcome: tuple[_T | None, BaseException | None] = (None, exc)
-        else:
-            outcome = (result, None)
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, *outcome)
-
-    threading.Thread(target=run, name=name, daemon=True).start()
-    return await future
+__all__ = [
+    "ConfigReloader",
+    "config_preparer",
+    "load_config_file",
+    "log_config_error",
+    "off_loop",
+]
 
 
 def log_config_error(headline: str, exc: Exception) -> None:
     """One line: the headline and the problems a config error shows (``errors`` field)."""
-    from nrirp.domain.config import ConfigError
-
-    problems = exc.shown_problems() if isinstance(exc, ConfigError) else [str(exc)]
+    problems = problems_of(exc)
     log.error("%s: %s", headline, "; ".join(problems), extra={"fields": {"errors": problems}})
 
 
@@ -77,49 +50,33 @@ def load_config_file(policy: str, path: str, specs: PolicySpecs) -> PolicyConfig
     return load_policy_config(policy, read_config_file(path), specs)
 
 
-def config_preparer(registry: PolicyRegistry, codec: ConfigCodec) -> Callable[[PolicyConfig], None]:
-    """What the reload thread prepares for a configuration: the policy's derived values
-    (``PolicyRegistry.prepare``) and the document the state file keeps (the codec's dump)."""
-
-    def prepare(config: PolicyConfig) -> None:
-        registry.prepare(config)
-        codec.dump(config)
-
-    return prepare
-
-
-ReloadResult = Callable[[str, str, "PolicyConfig | None", str], None]
-"""``(trigger, result, config, detail)`` after each reload: ``applied`` (with the config now in
-force), ``invalid`` (did not read, parse or validate) or ``refused`` (by the policy)."""
-
-
 class ConfigReloader:
-    """Reloads ``path`` on request (:meth:`request`) and when it changes (:meth:`watch`);
-    ``on_result`` hears how each reload ended."""
+    """Reloads ``path`` through ``reloads`` on request (:meth:`request`) and when it changes
+    (:meth:`watch`)."""
 
     def __init__(
         self,
-        manager: ResourceManager,
+        reloads: ConfigReloads,
         policy: str,
         path: str,
         specs: PolicySpecs,
         *,
         load: Callable[[str, str, PolicySpecs], PolicyConfig] = load_config_file,
-        on_result: ReloadResult | None = None,
-        prepare: Callable[[PolicyConfig], object] | None = None,
     ) -> None:
-        self.manager = manager
+        self.reloads = reloads
         self.policy = policy
         self.path = path
         self.specs = specs
         self.watcher = ConfigFileWatcher(path)
         self._load = load
-        self._on_result = on_result
-        self._prepare = prepare
         self._pending: str | None = None
         self._task: asyncio.Task[None] | None = None
         self.completed = 0
         """Reloads finished (applied or not), for tests."""
+
+    @property
+    def source(self) -> str:
+        return f"file {self.path}"
 
     def request(self, trigger: str) -> None:
         """Reload soon (called on the loop, e.g. from a signal handler). A reload asked for
@@ -148,55 +105,14 @@ class ConfigReloader:
     async def _run(self) -> None:
         while self._pending is not None:
             trigger, self._pending = self._pending, None
-            try:
-                await self._reload(trigger)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a bug: reported, and the next change is reloaded all the same
-                log.exception("reload (%s): internal error; the old configuration stays", trigger)
+            path = self.path
+            self.watcher.mark_seen()
+            await self.reloads.reload(
+                ReloadRequest(
+                    trigger=trigger,
+                    source=self.source,
+                    subject=f"configuration {path}",
+                    load=functools.partial(self._load, self.policy, path, self.specs),
+                )
+            )
             self.completed += 1
-
-    def _report(self, trigger: str, result: str, config: PolicyConfig | None, detail: str) -> None:
-        if self._on_result is not None:
-            self._on_result(trigger, result, config, detail)
-
-    def _load_and_prepare(self, path: str) -> PolicyConfig:
-        """On the reload thread: load, then prepare what the reconfigure would derive."""
-        config = self._load(self.policy, path, self.specs)
-        if self._prepare is not None:
-            self._prepare(config)
-        return config
-
-    async def _reload(self, trigger: str) -> None:
-        path = self.path
-        self.watcher.mark_seen()
-        try:
-            config = await off_loop(lambda: self._load_and_prepare(path), "nrirp-config-reload")
-        except (ConfigFileError, DocumentError) as exc:  # the loader raises only ConfigError
-            log_config_error(
-                f"reload ({trigger}): new configuration {path} not applied, the old one stays",
-                exc,
-            )
-            self._report(trigger, "invalid", None, str(exc).splitlines()[0])
-            return
-        outcome = self.manager.reconfigure(config)  # on the loop: serialized with requests
-        self._report(
-            trigger,
-            "applied" if outcome.applied else "refused",
-            config if outcome.applied else None,
-            outcome.reason or "",
-        )
-        if outcome.applied:
-            log.info(
-                "reload (%s): configuration %s applied; %d container updates",
-                trigger,
-                path,
-                outcome.updates,
-            )
-        else:
-            log.error(
-                "reload (%s): policy refused configuration %s, the old one stays: %s",
-                trigger,
-                path,
-                outcome.reason,
-            )

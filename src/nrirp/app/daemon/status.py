@@ -27,33 +27,62 @@ STATUS_VERSION = 1
 
 @attrs.define
 class ConfigState:
-    """Where the configuration in force came from, its generation (1 at start, +1 for each
-    applied reload) and how the last reload ended."""
+    """Where the configuration in force came from (``source``: ``file PATH``, ``custom
+    resource KIND NAMESPACE/NAME``, ``saved state``, ``defaults``; ``source_generation``: a
+    custom resource's ``metadata.generation``), its generation (1 at start, +1 for each reload
+    that changed it), the reload running now and how the last one ended, whatever its source."""
 
     source: str = "defaults"
+    source_generation: int | None = None
     generation: int = 0
     last_reload: Mapping[str, Any] | None = None
+    reloading: Mapping[str, Any] | None = None
 
-    def loaded(self, source: str) -> None:
+    def loaded(self, source: str, source_generation: int | None = None) -> None:
         self.source = source
+        self.source_generation = source_generation
         self.generation += 1
 
-    def reloaded(self, trigger: str, result: str, detail: str = "") -> None:
-        """Record a reload (``result``: applied, invalid or refused)."""
+    def reload_started(self, trigger: str, source: str) -> None:
+        self.reloading = {"trigger": trigger, "source": source, "since": time.time()}
+
+    def reloaded(
+        self,
+        trigger: str,
+        result: str,
+        detail: str = "",
+        *,
+        source: str | None = None,
+        source_generation: int | None = None,
+        changed: bool = True,
+    ) -> None:
+        """Record a reload (``result``: applied, invalid, refused or failed) of the
+        configuration from ``source``; an applied one is in force from now on (a new
+        generation if it ``changed`` it)."""
         if result == "applied":
-            self.generation += 1
+            if source is not None:
+                self.source = source
+                self.source_generation = source_generation
+            if changed:
+                self.generation += 1
+        self.reloading = None
         self.last_reload = {
             "trigger": trigger,
             "result": result,
             "detail": detail,
+            "source": source if source is not None else self.source,
+            "source_generation": source_generation,
+            "changed": result == "applied" and changed,
             "time": time.time(),
         }
 
     def report(self) -> dict[str, Any]:
         return {
             "source": self.source,
+            "source_generation": self.source_generation,
             "generation": self.generation,
             "last_reload": dict(self.last_reload) if self.last_reload else None,
+            "reloading": dict(self.reloading) if self.reloading else None,
         }
 
 

@@ -2,9 +2,10 @@
 and the node agent following it as the daemon's does.
 
 Made only for workloads with ``applyConfig``, ``deleteConfig`` or ``labelNode`` steps. The
-agent applies the resource that configures the node through the same applier as ``nrirp
-run`` (config loader, ``ResourceManager.reconfigure``) and writes its status back; a step
-whose resource was refused fails with the status's errors, and the old configuration stays.
+agent applies the resource that configures the node through the same applier and reload path
+as ``nrirp run`` (config loader off the loop, ``ResourceManager.reconfigure``) and writes its
+status back; a step whose resource was refused fails with the status's errors, and the old
+configuration stays.
 NodeResourceTopology is written after every step (no rate limit in the simulator).
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 from nrirp.adapters.documents import CONFIG, UnreadableDocument, load_document
 from nrirp.adapters.kubernetes import FakeCluster, NodeAgent, Retry
 from nrirp.app.composition.node_agent import CustomResourceApplier
+from nrirp.app.composition.reloads import ConfigReloads
 from nrirp.app.simulator.workload import ApplyConfig, DeleteConfig, LabelNode, Workload
 from nrirp.domain.config import PolicySpecs
 from nrirp.domain.pipeline import ResourceManager
@@ -48,7 +50,8 @@ class SimulatedCluster:
             retry=Retry(initial=0.01, maximum=0.1),
         )
         self.agent.in_force_description = "the workload's configuration"
-        self.agent.on_config(CustomResourceApplier(manager, manager.policy.name, specs))
+        self.reloads = ConfigReloads(manager, thread_name="nrirp-sim-config")
+        self.agent.on_config(CustomResourceApplier(self.reloads, manager.policy.name, specs))
         self.agent.attach_topology(manager.policy.name, manager.topology_zones)
 
     async def start(self) -> None:

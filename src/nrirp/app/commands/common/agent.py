@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nrirp.adapters.kubernetes import NodeAgent
+    from nrirp.app.composition.reloads import ConfigReloads
     from nrirp.app.daemon import DaemonContainer
     from nrirp.domain.config import PolicyConfig
     from nrirp.domain.policy import PolicyRegistry
@@ -99,30 +100,30 @@ def agent_settings(args: argparse.Namespace, registry: PolicyRegistry) -> dict[s
 
 class DaemonAgent:
     """The node agent while the daemon serves: configuration resources applied through the
-    reload path, the config's ``agent`` block followed, zones exported."""
+    daemon's reload path (``reloads``, the config file's too), the ``agent`` block of the
+    configuration in force followed (:meth:`follow`, called whatever applied it), zones
+    exported."""
 
-    def __init__(self, container: DaemonContainer, agent: NodeAgent) -> None:
+    def __init__(self, container: DaemonContainer, agent: NodeAgent, reloads: ConfigReloads):
         from nrirp.app.composition.node_agent import CustomResourceApplier
 
         self.agent = agent
         core = container.core.container
         self.manager = core.resource_manager()
         agent.on_config(
-            CustomResourceApplier(
-                self.manager,
-                self.manager.policy.name,
-                core.policy_registry(),
-                on_applied=self.follow,
-            )
+            CustomResourceApplier(reloads, self.manager.policy.name, core.policy_registry())
         )
 
     @classmethod
-    def of(cls, container: DaemonContainer) -> DaemonAgent | None:
-        """The daemon's agent, if it has one."""
-        from nrirp.adapters.kubernetes import NodeAgent
-
+    def of(cls, container: DaemonContainer, reloads: ConfigReloads) -> DaemonAgent | None:
+        """The daemon's agent, if it has one (the ``kubernetes`` adapter is ``None`` when the
+        agent is off, and then nothing of it is imported)."""
         agent = container.adapters.container.kubernetes()
-        return cls(container, agent) if isinstance(agent, NodeAgent) else None
+        if agent is None:
+            return None
+        from nrirp.adapters.kubernetes.agent import NodeAgent
+
+        return cls(container, agent, reloads) if isinstance(agent, NodeAgent) else None
 
     async def start(self) -> None:
         agent = self.agent
@@ -138,7 +139,6 @@ class DaemonAgent:
                 agent.namespace,
                 agent.in_force_description,
             )
-        self.follow(saved)
         agent.attach_topology(self.manager.policy.name, self.manager.topology_zones)
         await agent.start()
 
@@ -146,7 +146,8 @@ class DaemonAgent:
         await self.agent.stop()
 
     def follow(self, config: PolicyConfig | None) -> None:
-        """Follow the ``agent`` block of the configuration in force."""
+        """Follow the ``agent`` block of the configuration in force (a follower of the
+        daemon's ``ConfigEvents``: at start and after every change, whatever its source)."""
         from nrirp.domain.config import AgentConfig
 
         block = config.agent if config is not None else AgentConfig()
