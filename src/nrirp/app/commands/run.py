@@ -128,14 +128,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "them) here from the start, e.g. ':8891', whatever the configuration; its "
         "instrumentation.httpEndpoint, when set, takes over (default: only that)",
     )
-    parser.add_argument(
-        "--http-endpoint",
-        metavar="[HOST]:PORT",
-        default="",
-        help="serve /healthz, /readyz and /status (and /metrics when the configuration exports "
-        "them) here from the start, e.g. ':8891', whatever the configuration; its "
-        "instrumentation.httpEndpoint, when set, takes over (default: only that)",
-    )
     add_agent_arguments(parser)
     add_record_arguments(parser)
     add_log_level_argument(parser, "info", "level of the daemon's log, on stderr")
@@ -353,30 +345,32 @@ class Daemon:
         self.observability = container.observability()
         self.config_events: ConfigEvents | None = None
         from nrirp.app.commands.common.agent import DaemonAgent
+        from nrirp.app.composition.reloads import ConfigReloads, config_preparer
 
-        self.agent = DaemonAgent.of(container)
+        core = container.core.container
+        # the one reload path: the config file's and the custom resources' (the agent's)
+        self.reloads = ConfigReloads(
+            self.manager, prepare=config_preparer(core.policy_registry(), core.config_codec())
+        )
+        self.agent = DaemonAgent.of(container, self.reloads)
 
     async def serve(self) -> int:
         from nrirp.adapters.nri.stub import RegistrationError
-        from nrirp.app.daemon.reload import ConfigReloader, config_preparer
+        from nrirp.app.daemon.reload import ConfigReloader
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._stop, sig.name)
         loop.add_signal_handler(signal.SIGHUP, self.reload, "SIGHUP")
         self.config_events = events = await self._observe()
+        self.reloads.listen(events)
         poller: asyncio.Task[None] | None = None
         if self.args.config_file:
             self.reloader = ConfigReloader(
-                self.manager,
+                self.reloads,
                 self.args.policy,
                 self.args.config_file,
                 self.container.core.container.policy_registry(),
-                on_result=events.reload_ended,
-                prepare=config_preparer(
-                    self.container.core.container.policy_registry(),
-                    self.container.core.container.config_codec(),
-                ),
             )
             if self.args.config_poll_interval > 0:
                 poller = asyncio.create_task(self.reloader.watch(self.args.config_poll_interval))
@@ -414,7 +408,6 @@ class Daemon:
         container = self.container
         container.connection().prelaunched = container.stub().prelaunched
         self.observability.default_endpoint = self.args.http_endpoint
-        self.observability.default_endpoint = self.args.http_endpoint
         await self.observability.start()
         events = ConfigEvents(
             state=container.config_state(),
@@ -424,6 +417,8 @@ class Daemon:
             environment=attrs.evolve(DAEMON, kubernetes_agent=self.agent is not None),
             on_reloaded=self._check_subscription,
         )
+        if self.agent is not None:
+            events.followers.append(self.agent.follow)
         events.started(self.config_source, self.manager.config)
         return events
 
