@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -232,3 +233,35 @@ def test_resource_manager_restores_from_the_file(tmp_path: Path) -> None:
     assert (outcome.restored, outcome.pods, outcome.containers) == (True, 1, 1)
     assert second.cache.require_container("id-web-app").name == "app"
     second_store.close()
+
+
+def test_a_burst_of_saves_is_written_at_most_max_delay_after_its_first(tmp_path: Path) -> None:
+    """The writer waits for a quiet ``linger``, but not longer than ``max_delay``."""
+    store = FileStateStore(tmp_path / "state", linger=0.05, max_delay=0.2)
+    started = time.monotonic()
+    written_at: list[float] = []
+    while time.monotonic() - started < 0.5:  # saves every 10 ms: never quiet for 50 ms
+        store.save({"version": 1, "n": len(written_at)})
+        if store.writes > len(written_at):
+            written_at.append(time.monotonic() - started)
+        time.sleep(0.01)
+    store.close()
+    assert written_at and written_at[0] < 0.45  # not held back until the burst ended
+    assert len(written_at) <= 4  # a few writes, not one per save
+
+
+def test_the_writer_steps_aside_while_a_request_is_handled(tmp_path: Path) -> None:
+    busy = threading.Event()
+    busy.set()
+    store = FileStateStore(tmp_path / "state", linger=0.0, yield_to=busy.is_set, max_pause=5.0)
+    store.save({"version": 1})
+    time.sleep(0.2)
+    assert store.writes == 0  # held back while "a request" runs
+    busy.clear()
+    store.flush(timeout=5)
+    assert store.writes == 1
+    busy.set()
+    store.save({"version": 2})
+    store.flush(timeout=5)  # a flush does not wait for requests to end
+    assert store.writes == 2
+    store.close()

@@ -3,12 +3,19 @@
 Saving is on the hot path (the resource manager saves after every changing operation, e.g.
 before the CreateContainer reply goes out), and JSON-encoding a snapshot of a thousand
 containers takes milliseconds. So :meth:`FileStateStore.save` only hands the snapshot to a
-writer thread and returns; the writer waits ``linger`` seconds for more snapshots, then encodes
-and writes only the latest one. The resource manager's snapshot is unstructured when it is
-first read, so that work happens on the writer too, once per write. A burst of operations
-therefore costs a handful of writes, and each write re-encodes only the pods and containers
-that changed (:class:`~nrirp.adapters.storage.json_encoding.SnapshotJsonEncoder`), so the
-writer holds the GIL, and stalls the event loop, for little time.
+writer thread and returns; the writer waits until no snapshot came for ``linger`` seconds, but
+no longer than ``max_delay`` after the first one it has not written, then encodes and writes
+only the latest one. The resource manager's snapshot is unstructured when it is first read, so
+that work happens on the writer too, once per write. A burst of operations therefore costs a
+few writes a second, and each write re-encodes only the pods and containers that changed
+(:class:`~nrirp.adapters.storage.json_encoding.SnapshotJsonEncoder`).
+
+The writer needs the GIL while it encodes, and every millisecond it holds it while the event
+loop answers the runtime is added to that answer. With ``yield_to`` (the daemon gives
+:func:`~nrirp.adapters.nri.stub.scope.handlers_running`) it steps aside: it does not begin a
+write while a request is being handled, and it pauses between the pieces of the encoding
+while one is (each wait bounded by ``max_pause``, so a stream of requests delays a write but
+never stops it).
 
 One daemon per directory: :meth:`lock` (also run by :meth:`load` and the first write) creates
 the directory private, checks it, and takes an exclusive lock on ``<directory>/lock`` that the
@@ -17,7 +24,7 @@ store holds until :meth:`close` (:mod:`~nrirp.adapters.storage.lock`).
 Durability: :meth:`flush` waits until the latest snapshot is on disk (or raises why not);
 :meth:`close` flushes and stops the writer, and is also run at interpreter exit. A failed write
 is retried every ``retry_interval`` seconds and reported by the next :meth:`save`/:meth:`flush`.
-Only SIGKILL (or power loss) within ``linger`` + write time of an operation loses that
+Only SIGKILL (or power loss) within ``max_delay`` + write time of an operation loses that
 operation's state, and the runtime's Synchronize reconciles it after a restart.
 """
 
@@ -51,6 +58,8 @@ STATE_FILE_NAME = "cache"
 
 log = logging.getLogger(__name__)
 
+_PAUSE_STEP = 0.0005
+
 
 class FileStateStore:
     """A :class:`StateStore` keeping the snapshot as JSON in ``directory/cache``.
@@ -74,6 +83,9 @@ class FileStateStore:
         name: str = STATE_FILE_NAME,
         background: bool = True,
         linger: float = 0.02,
+        max_delay: float = 0.25,
+        yield_to: Callable[[], bool] | None = None,
+        max_pause: float = 0.05,
         retry_interval: float = 1.0,
         max_size: int = MAX_STATE_FILE_SIZE,
         max_depth: int = MAX_STATE_DEPTH,
@@ -83,9 +95,14 @@ class FileStateStore:
         self._on_write = on_write
         self._name = name
         self._path = os.path.join(self._dir, name)
-        self._encoder = SnapshotJsonEncoder()
+        self._yield_to = yield_to
+        self._max_pause = max_pause
+        self._encoder = SnapshotJsonEncoder(pause=self._step_aside if yield_to else None)
         self._background = background
         self._linger = linger
+        self._max_delay = max(max_delay, linger)
+        self._first_unsaved = 0.0  # monotonic time of the oldest snapshot not yet taken
+        self._last_save = 0.0
         self._retry_interval = retry_interval
         self._max_size = max_size
         self._max_depth = max_depth
@@ -101,6 +118,7 @@ class FileStateStore:
         self._attempts = 0  # writes begun
         self._error_attempt = 0  # the write that failed last
         self._urgent = False
+        self._hurry = False
         self._closed = False
         self._thread: threading.Thread | None = None
         self.writes = 0
@@ -186,6 +204,10 @@ class FileStateStore:
             if self._closed:
                 raise StateStoreError(f"state store {self._path} is closed")
             self._saved_gen += 1
+            now = time.monotonic()
+            if self._pending is None:
+                self._first_unsaved = now
+            self._last_save = now
             self._pending = snapshot
             self._pending_gen = self._saved_gen
             if self._thread is None:
@@ -254,17 +276,23 @@ class FileStateStore:
                 self._cond.wait_for(lambda: self._pending is not None or self._closed)
                 if self._pending is None:
                     return
-                delay = self._retry_interval if self._error is not None else self._linger
-                if delay > 0 and not (self._urgent or self._closed):
-                    self._cond.wait_for(lambda: self._urgent or self._closed, delay)
+                if self._error is not None:
+                    if not (self._urgent or self._closed):
+                        self._cond.wait_for(
+                            lambda: self._urgent or self._closed, self._retry_interval
+                        )
+                else:
+                    self._wait_for_quiet()
                 snapshot, generation = self._pending, self._pending_gen
                 self._pending = None
+                self._hurry = self._urgent or self._closed  # a flush waits for this write
                 self._urgent = False
                 closing = self._closed
                 self._attempts += 1
                 attempt = self._attempts
             if snapshot is None:  # pragma: no cover - only this thread takes snapshots
                 continue
+            self._step_aside()
             try:
                 self._write(snapshot)
             except StateStoreError as exc:
@@ -280,6 +308,28 @@ class FileStateStore:
                 self._written_gen = max(self._written_gen, generation)
                 self._error = None
                 self._cond.notify_all()
+
+    def _wait_for_quiet(self) -> None:
+        """With the condition held: until ``linger`` passed without a save, at most
+        ``max_delay`` after the first snapshot not yet taken (or a flush or close)."""
+        while not (self._urgent or self._closed):
+            deadline = min(self._last_save + self._linger, self._first_unsaved + self._max_delay)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._cond.wait(left)
+
+    def _step_aside(self) -> None:
+        """On the writer thread, while ``yield_to()`` says a request is being handled, wait
+        (at most ``max_pause``; not once the store is flushed or closing)."""
+        busy = self._yield_to
+        if busy is None or not busy() or self._hurry or self._urgent or self._closed:
+            return
+        if threading.current_thread() is not self._thread:
+            return  # a write on the saver's own thread (no background writer): never wait
+        deadline = time.monotonic() + self._max_pause
+        while busy() and time.monotonic() < deadline and not (self._urgent or self._closed):
+            time.sleep(_PAUSE_STEP)
 
     def _write(self, snapshot: Mapping[str, Any]) -> None:
         observer = self._on_write

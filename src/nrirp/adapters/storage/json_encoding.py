@@ -44,6 +44,10 @@ _Encoded = tuple[list[Any], list[str], list[_Split]]
 
 _EMPTY: _Encoded = ([], [], [])
 
+PAUSE_EVERY = 8
+"""Elements encoded between two calls of the encoder's ``pause`` (a few tens of microseconds
+of work each)."""
+
 
 class SnapshotJsonEncoder:
     """Encodes snapshot mappings to compact JSON, caching texts by identity.
@@ -61,9 +65,10 @@ class SnapshotJsonEncoder:
     labels and annotations.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, pause: Callable[[], None] | None = None) -> None:
         self._lists: dict[str, _Encoded] = {}
         self._values: dict[str, tuple[object, str]] = {}
+        self._pause = pause
 
     def encode(self, snapshot: Mapping[str, Any]) -> str:
         lists: dict[str, _Encoded] = {}
@@ -71,7 +76,7 @@ class SnapshotJsonEncoder:
         fields = []
         for key, value in snapshot.items():
             if isinstance(value, list):
-                encoded = _reencode(value, self._lists.get(key, _EMPTY))
+                encoded = _reencode(value, self._lists.get(key, _EMPTY), self._pause)
                 lists[key] = encoded
                 text = "[" + ",".join(encoded[1]) + "]"
             else:
@@ -83,8 +88,11 @@ class SnapshotJsonEncoder:
         return "{" + ",".join(fields) + "}"
 
 
-def _reencode(values: list[Any], previous: _Encoded) -> _Encoded:
-    """The texts (and splits) of ``values``, reusing those of ``previous`` elements.
+def _reencode(
+    values: list[Any], previous: _Encoded, pause: Callable[[], None] | None = None
+) -> _Encoded:
+    """The texts (and splits) of ``values``, reusing those of ``previous`` elements;
+    ``pause`` (optional) is called between every :data:`PAUSE_EVERY` elements encoded.
 
     Between two snapshots almost every element is the same object in the same place: those
     are found position by position at C speed, and only the others are looked at.
@@ -98,7 +106,9 @@ def _reencode(values: list[Any], previous: _Encoded) -> _Encoded:
     # an element that moved (after a removal) is found by identity: the previous elements are
     # still referenced, so no other live object can have their id
     moved = {id(v): i for i, v in enumerate(old_values)} if len(changed) > 1 and old_values else {}
-    for i in changed:
+    for count, i in enumerate(changed, 1):
+        if pause is not None and count % PAUSE_EVERY == 0:
+            pause()
         value = values[i]
         found = moved.get(id(value))
         if found is not None:

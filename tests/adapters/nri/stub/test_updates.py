@@ -10,6 +10,7 @@ import pytest
 from nrirp.adapters.nri import api
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.stub import NotConnectedError, Plugin, Stub, UpdateFromHandlerError
+from nrirp.adapters.nri.stub.scope import handlers_running
 from nrirp.adapters.nri.transport import StatusCode
 from tests.support.aio import arun
 
@@ -198,6 +199,32 @@ def test_update_containers_while_another_event_holds_the_runtime_lock_waits_not_
         await creation
         assert await asyncio.wait_for(update, 2) == []
         assert peer.log[-3:] == ["call CreateContainer", "reply CreateContainer", "update"]
+        await shut(stub, peer)
+
+    arun(main)
+
+
+def test_handlers_running_is_true_only_while_a_handler_has_not_returned() -> None:
+    """What the state file's writer steps aside for."""
+
+    async def main() -> None:
+        plugin = Creator()
+        stub, peer, _ = await connected(plugin)
+        gate = asyncio.Event()
+        seen: list[bool] = []
+
+        async def slow(ctr: Any) -> None:
+            seen.append(handlers_running())
+            await gate.wait()
+
+        plugin.action = slow
+        assert not handlers_running()
+        creation = asyncio.create_task(create(peer))
+        await asyncio.sleep(0.05)
+        assert handlers_running()
+        gate.set()
+        await creation
+        assert seen == [True] and not handlers_running()
         await shut(stub, peer)
 
     arun(main)

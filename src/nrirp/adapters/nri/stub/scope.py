@@ -13,6 +13,15 @@ import asyncio
 import contextvars
 
 
+_RUNNING = [0]  # handler invocations not finished yet, in this process
+
+
+def handlers_running() -> bool:
+    """True while some event handler of a stub in this process has not returned: background
+    work (the state file's writer) can step aside for it. Safe to call from any thread."""
+    return _RUNNING[0] > 0
+
+
 class HandlerScope:
     """One handler invocation: active until the handler returned and its reply was queued."""
 
@@ -21,6 +30,7 @@ class HandlerScope:
     def __init__(self) -> None:
         self.active = True
         self._replied: asyncio.Future[None] | None = None
+        _RUNNING[0] += 1
 
     def replied(self) -> asyncio.Future[None]:
         """A future resolved once the handler's reply has been handed to the transport."""
@@ -33,6 +43,8 @@ class HandlerScope:
     def finish(self) -> None:
         """The handler returned. Waiters wake on the next loop iteration: by then the transport
         has written the reply, which it does in the same step in which the handler returns."""
+        if self.active:
+            _RUNNING[0] -= 1
         self.active = False
         waiter = self._replied
         if waiter is not None:
