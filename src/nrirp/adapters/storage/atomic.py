@@ -6,16 +6,21 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 
 TEMP_PREFIX = ".tmp-"
 
 
-def write_atomically(directory: str, name: str, data: bytes) -> None:
-    """Replace ``directory/name`` with ``data`` (mode 0600); a crash leaves old or new."""
+def write_atomically(directory: str, name: str, data: bytes | Iterable[bytes]) -> None:
+    """Replace ``directory/name`` with ``data`` (mode 0600; bytes, or pieces written one after
+    another); a crash leaves old or new."""
     fd, temp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{name}-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                handle.writelines(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp, 0o600)

@@ -346,7 +346,7 @@ class FileStateStore:
 
     def _write_file(self, snapshot: Mapping[str, Any]) -> None:
         try:
-            data = self._encoder.encode(snapshot).encode()
+            parts = self._encoder.encode_parts(snapshot)
         except (TypeError, ValueError) as exc:
             raise StateStoreError(f"state for {self._path} is not JSON-compatible: {exc}") from exc
         if self._dir_lock.held:
@@ -354,7 +354,7 @@ class FileStateStore:
         else:
             self.lock()
         try:
-            write_atomically(self._dir, self._name, data)
+            write_atomically(self._dir, self._name, (part.encode() for part in parts))
         except OSError as exc:
             raise StateStoreError(f"cannot write state file {self._path}: {exc}") from exc
         self.writes += 1

@@ -71,21 +71,37 @@ class SnapshotJsonEncoder:
         self._pause = pause
 
     def encode(self, snapshot: Mapping[str, Any]) -> str:
+        """The JSON text of ``snapshot``."""
+        return "".join(self.encode_parts(snapshot))
+
+    def encode_parts(self, snapshot: Mapping[str, Any]) -> list[str]:
+        """The JSON text of ``snapshot`` in pieces, to be written one after another (the
+        elements' texts are kept anyway; joining them would copy the whole text once more)."""
         lists: dict[str, _Encoded] = {}
         values: dict[str, tuple[object, str]] = {}
-        fields = []
+        parts = ["{"]
         for key, value in snapshot.items():
+            if len(parts) > 1:
+                parts.append(",")
+            parts.append(_encode(str(key)) + ":")
             if isinstance(value, list):
                 encoded = _reencode(value, self._lists.get(key, _EMPTY), self._pause)
                 lists[key] = encoded
-                text = "[" + ",".join(encoded[1]) + "]"
+                texts = encoded[1]
+                parts.append("[")
+                if texts:
+                    separated = [","] * (2 * len(texts) - 1)
+                    separated[::2] = texts
+                    parts.extend(separated)
+                parts.append("]")
             else:
                 cached = self._values.get(key)
                 text = cached[1] if cached is not None and cached[0] is value else _encode(value)
                 values[key] = (value, text)
-            fields.append(_encode(str(key)) + ":" + text)
+                parts.append(text)
+        parts.append("}")
         self._lists, self._values = lists, values
-        return "{" + ",".join(fields) + "}"
+        return parts
 
 
 def _reencode(

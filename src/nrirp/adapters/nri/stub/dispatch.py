@@ -23,6 +23,7 @@ from google.protobuf.message import Message as ProtoMessage
 from nrirp.adapters.nri.api import EventMask
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.stub.scope import CURRENT_SCOPE, HandlerScope
+from nrirp.adapters.nri.stub.wire import WireMessages, split_synchronize
 from nrirp.adapters.nri.transport import CallContext, Handler, StatusCode, TtrpcError
 
 M = TypeVar("M", bound=ProtoMessage)
@@ -130,7 +131,7 @@ class Dispatcher:
             for name, method in methods.items()
         }
         self._configurator = configurator
-        self._sync_chunks: list[api_pb2.SynchronizeRequest] = []
+        self._sync_chunks: list[tuple[list[memoryview], list[memoryview]]] = []
         self._state_change = self._state_change_table()
 
     def methods(self) -> dict[str, Handler]:
@@ -175,18 +176,23 @@ class Dispatcher:
         return _CONFIGURE_EVENTS + _varint(int(events))
 
     async def _synchronize(self, payload: bytes, _ctx: CallContext) -> bytes:
-        request = parse(api_pb2.SynchronizeRequest, payload)
-        if request.more:
-            self._sync_chunks.append(request)
+        try:
+            pods, containers, more = split_synchronize(payload)
+        except DecodeError as exc:
+            raise invalid_argument(api_pb2.SynchronizeRequest, exc) from None
+        if more:
+            self._sync_chunks.append((pods, containers))
             return _SYNC_MORE
         chunks, self._sync_chunks = self._sync_chunks, []
-        chunks.append(request)
+        chunks.append((pods, containers))
         handler = self._handlers.get("synchronize")
         if handler is None:
             return b""
-        pods = [pod for chunk in chunks for pod in chunk.pods]
-        containers = [container for chunk in chunks for container in chunk.containers]
-        return encode_updates(_KEY_1, await scoped(handler, pods, containers))
+        # decoded one at a time as the plugin reads them (wire.py): the plugin makes its own
+        # values from each, and never holds every message decoded at once
+        all_pods = WireMessages(api_pb2.PodSandbox, [p for chunk in chunks for p in chunk[0]])
+        all_containers = WireMessages(api_pb2.Container, [c for chunk in chunks for c in chunk[1]])
+        return encode_updates(_KEY_1, await scoped(handler, all_pods, all_containers))
 
     async def _shutdown(self, payload: bytes, _ctx: CallContext) -> bytes:
         parse(api_pb2.Empty, payload)
