@@ -283,3 +283,27 @@ def test_update_is_written_in_place_with_the_same_content(update: Update) -> Non
     if update.resources.only_cpusets():
         assert fast.SerializeToString() == plain.SerializeToString()
     assert fast.linux.HasField("resources")  # present even when it sets nothing
+
+
+def test_objects_of_a_synchronization_share_their_repeated_parts() -> None:
+    """Hundreds of containers stay in the cache: a mount seen before is the same object, and
+    equal strings (label keys, a pod's name in its containers' labels) are one string."""
+    containers = []
+    for n in range(3):
+        pb = api_pb2.Container(
+            id=f"c-{n}",
+            pod_sandbox_id="pod-1",
+            labels={"io.kubernetes.pod.name": "web"},
+            annotations={"io.kubernetes.cri.sandbox-name": "web"},
+        )
+        pb.mounts.add(destination="/proc", source="proc", type="proc", options=["nosuid"])
+        pb.mounts.add(destination="/etc/hosts", source=f"/pods/{n}/hosts", type="bind")
+        containers.append(container_from_pb(pb))
+    first, second, _ = containers
+    assert first.mounts[0] is second.mounts[0]  # /proc: one object
+    assert first.mounts[1] != second.mounts[1]  # their own hosts files
+    assert second.mounts[1] == Mount("/etc/hosts", "/pods/1/hosts", "bind", ())
+    (key,) = first.labels
+    (other_key,) = second.labels
+    assert key is other_key
+    assert first.labels[key] is second.annotations["io.kubernetes.cri.sandbox-name"]

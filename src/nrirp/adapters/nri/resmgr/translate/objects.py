@@ -2,14 +2,25 @@
 
 Only what the domain models is kept (identity, metadata, cgroup placement, resources, OOM
 score, mounts, devices, pid). The cache stamps ``created_at`` itself.
+
+The cache keeps these values for as long as the containers live, and a Synchronize makes
+hundreds at once, so they are made small: strings are interned (label and annotation keys
+and values repeat across a pod's objects and across pods: names, uids, sandbox ids, image
+names), and a mount seen before (``/proc``, ``/dev``, ``/sys`` ... in every container) is the
+same :class:`Mount` object, found by its wire form.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from sys import intern
+from types import MappingProxyType
 
 from nrirp.adapters.nri.gen import api_pb2
 from nrirp.adapters.nri.resmgr.translate.errors import TranslationError
 from nrirp.adapters.nri.resmgr.translate.resources import resources_from_pb
 from nrirp.domain.model import Container, ContainerState, Device, LinuxResources, Mount, Pod
+from nrirp.domain.model.kubelet import qos_from_cgroup_parent
 from nrirp.domain.ports.documents import label
 
 _STATES: dict[int, ContainerState] = {
@@ -35,17 +46,19 @@ def pod_from_pb(pb: api_pb2.PodSandbox) -> Pod:
             overhead = resources_from_pb(linux.pod_overhead)
     except TranslationError as exc:
         raise TranslationError(f"pod {pb.namespace}/{pb.name}: {exc}") from None
+    cgroup_parent = linux.cgroup_parent
     return Pod(
-        id=pb.id,
-        name=pb.name,
-        uid=pb.uid,
-        namespace=pb.namespace,
-        labels=dict(pb.labels),
-        annotations=dict(pb.annotations),
-        cgroup_parent=linux.cgroup_parent,
-        runtime_handler=pb.runtime_handler,
+        id=intern(pb.id),
+        name=intern(pb.name),
+        uid=intern(pb.uid),
+        namespace=intern(pb.namespace),
+        labels=_strings(pb.labels),
+        annotations=_strings(pb.annotations),
+        cgroup_parent=cgroup_parent,
+        runtime_handler=intern(pb.runtime_handler),
         resources=resources,
         overhead=overhead,
+        qos_class=qos_from_cgroup_parent(cgroup_parent),  # Pod's default, made cheaper
     )
 
 
@@ -66,22 +79,57 @@ def container_from_pb(pb: api_pb2.Container) -> Container:
         )
     except TranslationError as exc:
         raise TranslationError(f"container {label(pb.name or pb.id)}: {exc}") from None
+    devices = linux.devices
     return Container(
-        id=pb.id,
-        pod_id=pb.pod_sandbox_id,
-        name=pb.name,
+        id=intern(pb.id),
+        pod_id=intern(pb.pod_sandbox_id),
+        name=intern(pb.name),
         state=container_state_from_pb(pb.state),
-        labels=dict(pb.labels),
-        annotations=dict(pb.annotations),
+        labels=_strings(pb.labels),
+        annotations=_strings(pb.annotations),
         resources=resources,
         oom_score_adj=linux.oom_score_adj.value if linux.HasField("oom_score_adj") else None,
         cgroups_path=linux.cgroups_path,
-        mounts=tuple(
-            Mount(destination=m.destination, source=m.source, type=m.type, options=tuple(m.options))
-            for m in pb.mounts
-        ),
+        mounts=_mounts(pb.mounts) if pb.mounts else (),
         devices=tuple(
-            Device(path=d.path, type=d.type, major=d.major, minor=d.minor) for d in linux.devices
-        ),
+            Device(path=d.path, type=d.type, major=d.major, minor=d.minor) for d in devices
+        )
+        if devices
+        else (),
         pid=pb.pid or None,
     )
+
+
+def _strings(pb: Mapping[str, str]) -> Mapping[str, str]:
+    """A read-only copy of labels or annotations, keys and values interned."""
+    if not pb:
+        return _EMPTY
+    return MappingProxyType({intern(key): intern(value) for key, value in pb.items()})
+
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+_MOUNTS: dict[bytes, Mount] = {}
+_MOUNTS_KEPT = 2048
+"""Mounts remembered by wire form; forgotten all at once when there are more (those of every
+container, such as ``/proc``, are back after the next one)."""
+
+
+def _mounts(mounts: Iterable[api_pb2.Mount]) -> tuple[Mount, ...]:
+    known = _MOUNTS
+    out = []
+    for m in mounts:
+        key = m.SerializeToString()
+        mount = known.get(key)
+        if mount is None:
+            mount = Mount(
+                destination=intern(m.destination),
+                source=m.source,
+                type=intern(m.type),
+                options=tuple(map(intern, m.options)),
+            )
+            if len(known) >= _MOUNTS_KEPT:
+                known.clear()
+            known[key] = mount
+        out.append(mount)
+    return tuple(out)
