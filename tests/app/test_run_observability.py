@@ -229,7 +229,7 @@ def loaded():
     return ["prometheus_client" in sys.modules, "http.server" in sys.modules]
 
 manager = types.SimpleNamespace(policy=types.SimpleNamespace(name="template"), started=True)
-obs = Observability(manager=manager, recorder=MetricsRecorder(), connection=RuntimeConnection(),
+obs = Observability(manager=manager, recorder=MetricsRecorder(), serving=RuntimeConnection(),
                     decisions=None, config_state=ConfigState(), plugin_name="x", state_dir="/")
 steps = [loaded()]
 for block in ({}, {"httpEndpoint": "127.0.0.1:0"},

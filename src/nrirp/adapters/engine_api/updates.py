@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from nrirp.domain.model import Update
@@ -35,7 +35,6 @@ class RoutedRuntimeUpdates:
         self._ready = threading.Condition()
         self._closed = False
         self.dropped = 0
-        self.report_failures: Callable[[Sequence[Update], str], None] | None = None
 
     def submit(self, updates: Sequence[Update]) -> None:
         captured: list[Update] | None = getattr(self._local, "captured", None)
@@ -76,14 +75,6 @@ class RoutedRuntimeUpdates:
             taken = list(self._queue)
             self._queue.clear()
             return taken
-
-    def bind_failures(self, report: Callable[[Sequence[Update], str], None]) -> None:
-        """Where refused updates would be reported (``ResourceManager.updates_failed``).
-
-        The daemon's composition builds its NRI plugin object even in the engine-API modes
-        (its status endpoints read the plugin's name), and the plugin binds this; nothing
-        reports refusals over the engine API yet."""
-        self.report_failures = report
 
     def close(self) -> None:
         """Wake every waiting :meth:`take`; from now on it returns at once."""

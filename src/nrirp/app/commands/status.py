@@ -109,13 +109,17 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"last reload: {reload.get('result')} ({reload.get('trigger')}){detail}")
     if config.get("reloading"):
         lines.append(f"reloading:  {config['reloading'].get('trigger')}")
-    state = "connected" if runtime.get("connected") else "not connected"
-    if runtime.get("connected"):
-        state += ", synchronized" if runtime.get("synchronized") else ", not synchronized"
-    lines.append(
-        f"runtime:    {runtime.get('runtime') or '-'}: {state} "
-        f"(connections {runtime.get('connections', 0)})"
-    )
+    if runtime.get("kind", "nri") == "nri":
+        state = "connected" if runtime.get("connected") else "not connected"
+        if runtime.get("connected"):
+            state += ", synchronized" if runtime.get("synchronized") else ", not synchronized"
+        lines.append(
+            f"runtime:    {runtime.get('runtime') or '-'}: {state} "
+            f"(connections {runtime.get('connections', 0)})"
+        )
+    else:  # the engine API (and NRI v0.1) instead of NRI
+        served = "serving" if runtime.get("connected") else "not serving"
+        lines.append(f"serving:    {runtime.get('runtime') or '-'}: {served}")
     ready = "yes" if report.get("ready") else "no"
     reasons = "; ".join(report.get("ready_reasons") or [])
     lines.append(f"ready:      {ready}" + (f" ({reasons})" if reasons else ""))

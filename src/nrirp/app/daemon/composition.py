@@ -17,7 +17,9 @@ from nrirp.adapters.system.latency import bulk_allocation
 from nrirp.app.composition import Adapters, core_over
 from nrirp.app.composition.node_agent import daemon_topology_hints, kubernetes_agent
 from nrirp.app.daemon import host
+from nrirp.app.daemon.front import DaemonFront
 from nrirp.app.daemon.health import RuntimeConnection
+from nrirp.app.daemon.nri_front import NriFront
 from nrirp.app.daemon.observability import Observability
 from nrirp.app.daemon.status import ConfigState
 from nrirp.domain.ports.decisions import DecisionLog
@@ -120,12 +122,15 @@ class DaemonAdapters(Adapters):
 
 
 class DaemonContainer(containers.DeclarativeContainer):
-    """``nrirp run``: :class:`DaemonAdapters` feeding the core, and the NRI ``plugin``, its
-    ``stub`` and the ``service`` running both.
+    """``nrirp run``: :class:`DaemonAdapters` feeding the core, and the ``front`` that drives
+    it: by default the NRI ``plugin``, its ``stub`` and the ``service`` running both
+    (:class:`~nrirp.app.daemon.nri_front.NriFront`, with ``connection`` following the runtime
+    connection); the engine-API modes override ``front`` (``engine_api.use_engine_api``), and
+    then none of the NRI parts is built.
 
-    ``connection`` follows the runtime connection (readiness, metrics), ``config_state`` the
-    configuration's source and generation, and ``observability`` serves the metrics, health and
-    status endpoints.
+    ``config_state`` follows the configuration's source and generation, and
+    ``observability`` serves the metrics, health and status endpoints (readiness: the front's
+    state).
 
     Configuration keys: those of the core and the adapters, plus ``nri_socket``
     (``/var/run/nri/nri.sock``), ``plugin_name`` (``resource-manager``) and ``plugin_index``
@@ -153,13 +158,16 @@ class DaemonContainer(containers.DeclarativeContainer):
         providers.Factory(connection_close_hook, connection),
     )
     service = providers.Singleton(PluginService, stub, adapters.runtime_updates)
+    front: providers.Provider[DaemonFront] = providers.Singleton(
+        NriFront, plugin, stub, service, connection
+    )
     observability = providers.Singleton(
         Observability,
         manager=core.resource_manager,
         recorder=adapters.recorder,
-        connection=connection,
+        serving=front.provided.state,
         decisions=adapters.decisions,
         config_state=config_state,
-        plugin_name=stub.provided.full_name,
+        plugin_name=front.provided.name,
         state_dir=adapters.state_store.provided.directory,
     )

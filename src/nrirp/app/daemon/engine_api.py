@@ -2,8 +2,10 @@
 
 :func:`use_engine_api` turns a ``DaemonContainer`` into this mode before anything is built:
 the engine's runtime updates go to the API (a call's own updates into its reply, the others
-to a queue), and the container's ``service`` (what ``Daemon.serve`` runs until SIGTERM) is
-:class:`EngineApiService` instead of the NRI plugin service.
+to a queue), and the container's ``front`` (what ``nrirp run`` starts, runs until SIGTERM and
+asks whether it is in service) is :class:`EngineApiService`; nothing of the NRI plugin, its
+stub or its service is built. The daemon is ready once the policy started with a valid
+configuration and the API's socket is served (:class:`EngineApiState`).
 
 With ``--nri-v01`` the daemon is also the NRI v0.1 exec client's engine (docs/nri-v01.md):
 every decision is written into the containers' cgroups (the container's own and the updates
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dependency_injector import providers
 
@@ -28,20 +30,71 @@ from nrirp.adapters.nri_v01.enforce import CgroupEnforcer
 from nrirp.adapters.nri_v01.handler import V01Handler
 from nrirp.adapters.nri_v01.served import ServedV01
 from nrirp.adapters.nri_v01.stale import CgroupPresence
+from nrirp.app.daemon.front import FrontStartError
+from nrirp.app.daemon.health import ServingState
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.policy import PolicyRegistry
 
 if TYPE_CHECKING:
+    from nrirp.adapters.metrics import MetricsRecorder
     from nrirp.app.daemon.composition import DaemonContainer
 
 log = logging.getLogger("nrirp.daemon")
 
 RECONCILE_SECONDS = 10.0
-__all__ = ["EngineApiError", "EngineApiService", "start_engine_api", "use_engine_api"]
+__all__ = ["EngineApiError", "EngineApiService", "EngineApiState", "use_engine_api"]
+
+
+class EngineApiState:
+    """The engine API as what drives the daemon (a ``ServingState``): in service while its
+    socket is served. The recorder's runtime gauges follow it (``nrirp_runtime_connected``
+    is 1 while it is served)."""
+
+    def __init__(self, socket_path: str, v01: bool, recorder: MetricsRecorder | None = None):
+        self.socket_path = socket_path
+        self.v01 = v01
+        self.recorder = recorder
+        self.serving_now = False
+        self.stopped = False
+
+    @property
+    def description(self) -> str:
+        return f"engine API{' and NRI v0.1' if self.v01 else ''} on {self.socket_path}"
+
+    def started(self) -> None:
+        self.serving_now = True
+        if self.recorder is not None:
+            self.recorder.runtime_connected()
+            self.recorder.runtime_synchronized()
+
+    def ended(self) -> None:
+        if self.serving_now and self.recorder is not None:
+            self.recorder.runtime_disconnected()
+        self.serving_now = False
+        self.stopped = True
+
+    def not_serving(self) -> tuple[str, ...]:
+        if self.serving_now:
+            return ()
+        return ("engine API: stopped" if self.stopped else "engine API: not serving yet",)
+
+    def serving(self) -> str:
+        return f"{self.description}: serving"
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "kind": "nri-v01" if self.v01 else "engine-api",
+            "connected": self.serving_now,
+            "synchronized": self.serving_now,
+            "runtime": self.description,
+            "connections": 1 if self.serving_now or self.stopped else 0,
+            "last_loss": "stopped" if self.stopped else "",
+        }
 
 
 class EngineApiService:
-    """Serves the engine API on ``socket_path`` until :meth:`stop` (the daemon's service)."""
+    """Serves the engine API on ``socket_path`` until :meth:`stop`: the daemon's front in the
+    engine-API modes (``app/daemon/front.py``)."""
 
     def __init__(
         self,
@@ -50,10 +103,12 @@ class EngineApiService:
         socket_path: str,
         registry: PolicyRegistry,
         host: CgroupfsHostControl | None,
+        recorder: MetricsRecorder | None = None,
     ) -> None:
         self.manager = manager
         self.updates = updates
         self.socket_path = socket_path
+        self._state = EngineApiState(socket_path, host is not None, recorder)
         self.handler: V01Handler | None = None
         served: ServedV01 | None = None
         if host is not None:
@@ -68,9 +123,24 @@ class EngineApiService:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._enforcer: threading.Thread | None = None
 
+    @property
+    def name(self) -> str:
+        return "engine API (NRI v0.1)" if self.handler is not None else "engine API"
+
+    @property
+    def state(self) -> ServingState:
+        return self._state
+
+    def configuration_changed(self) -> None:
+        """Nothing to do: the API serves every call whatever the configuration."""
+
     def start(self) -> None:
-        """Bind the socket and serve (raises :class:`EngineApiError`)."""
-        self.server.start()
+        """Bind the socket and serve (raises :class:`FrontStartError`)."""
+        try:
+            self.server.start()
+        except EngineApiError as exc:
+            raise FrontStartError(f"engine API: {exc}") from None
+        self._state.started()
         mode = "engine API and NRI v0.1" if self.handler is not None else "engine API"
         log.info("serving the %s on %s", mode, self.socket_path)
         if self.handler is not None:
@@ -112,6 +182,7 @@ class EngineApiService:
         await asyncio.to_thread(self._shutdown)
 
     def _shutdown(self) -> None:
+        self._state.ended()
         self.server.stop(grace=1.0)
         if self._enforcer is not None:
             self._enforcer.join(timeout=5)
@@ -129,7 +200,7 @@ def use_engine_api(container: DaemonContainer, socket_path: str, *, nri_v01: boo
     adapters = container.adapters.container
     updates = RoutedRuntimeUpdates()
     adapters.runtime_updates.override(providers.Object(updates))
-    container.service.override(
+    container.front.override(
         providers.Singleton(
             EngineApiService,
             container.core.container.resource_manager,
@@ -137,13 +208,6 @@ def use_engine_api(container: DaemonContainer, socket_path: str, *, nri_v01: boo
             socket_path,
             container.core.container.policy_registry,
             adapters.cgroups if nri_v01 else providers.Object(None),
+            adapters.recorder,
         )
     )
-
-
-def start_engine_api(container: DaemonContainer) -> None:
-    """Bind the engine API's socket of a container set up by :func:`use_engine_api`."""
-    service = container.service()
-    if not isinstance(service, EngineApiService):
-        raise TypeError("the container does not serve the engine API (use_engine_api first)")
-    service.start()

@@ -3,23 +3,44 @@
 * **alive**: the event loop that serves NRI runs: its heartbeat (:meth:`Health.beat`, every
   second) is younger than :data:`STALL_SECONDS`. A loop stuck in a handler fails it, and the
   kubelet restarts the container.
-* **ready**: the policy started with a valid configuration, a connection to the runtime is
-  registered, and the runtime has synchronized over it (a pre-launched plugin: registered;
-  containerd sends such plugins no Synchronize). Losing the connection makes it not ready
-  until the next one is synchronized.
+* **ready**: the policy started with a valid configuration and what drives the daemon is in
+  service (its :class:`ServingState`): over NRI, a connection to the runtime is registered and
+  the runtime has synchronized over it (a pre-launched plugin: registered; containerd sends
+  such plugins no Synchronize), and losing the connection makes it not ready until the next
+  one is synchronized; in the engine-API modes, the API's socket is served.
 
-:class:`RuntimeConnection` follows the connection (the plugin's observer and the stub's close
-hook) and reports it to the metrics recorder.
+:class:`RuntimeConnection` follows the NRI connection (the plugin's observer and the stub's
+close hook) and reports it to the metrics recorder.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from nrirp.adapters.metrics import MetricsRecorder
+if TYPE_CHECKING:
+    from nrirp.adapters.metrics import MetricsRecorder
+
+
+class ServingState(Protocol):
+    """Whether what drives the daemon (the NRI connection, the engine API) is in service."""
+
+    def not_serving(self) -> tuple[str, ...]:
+        """Why it is not in service (empty: it is)."""
+        ...
+
+    def serving(self) -> str:
+        """What holds while it is in service (the readiness answer's reason)."""
+        ...
+
+    def report(self) -> dict[str, Any]:
+        """The status report's ``runtime`` section: ``kind`` (``nri``, ``engine-api``,
+        ``nri-v01``), ``connected``, ``synchronized``, ``runtime``, ``connections``,
+        ``last_loss``."""
+        ...
 
 STALL_SECONDS = 30.0
 """A heartbeat older than this means the event loop is stuck."""
@@ -70,6 +91,27 @@ class RuntimeConnection:
         """Registered, and synchronized unless pre-launched."""
         return self.connected and (self.synchronized or self.prelaunched)
 
+    def not_serving(self) -> tuple[str, ...]:
+        if not self.connected:
+            lost = f" (last loss: {self.last_loss})" if self.last_loss else ""
+            return (f"runtime: not connected{lost}",)
+        if not self.in_service:
+            return ("runtime: registered, not synchronized yet",)
+        return ()
+
+    def serving(self) -> str:
+        return f"runtime: {self.runtime or 'connected'}, synchronized"
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "kind": "nri",
+            "connected": self.connected,
+            "synchronized": self.synchronized,
+            "runtime": self.runtime,
+            "connections": self.connections,
+            "last_loss": self.last_loss,
+        }
+
     def observer(self) -> ConnectionHooks:
         """The plugin's observer (a ``ConnectionObserver``) for this state."""
         return ConnectionHooks(self)
@@ -100,17 +142,17 @@ class Verdict:
 
 
 class Health:
-    """Liveness and readiness of the daemon (see the module docstring). ``started`` and
-    ``config_valid`` are read at every check."""
+    """Liveness and readiness of the daemon (see the module docstring). ``started``,
+    ``config_valid`` and ``serving`` are read at every check."""
 
     def __init__(
         self,
-        connection: RuntimeConnection,
+        serving: ServingState,
         started: Callable[[], bool],
         config_valid: Callable[[], bool],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.connection = connection
+        self.serving = serving
         self._started = started
         self._config_valid = config_valid
         self._clock = clock
@@ -127,17 +169,12 @@ class Health:
         return Verdict(True, ())
 
     def readiness(self) -> Verdict:
-        conn = self.connection
         problems = []
         if not self._started():
             problems.append("policy: not started")
         if not self._config_valid():
             problems.append("configuration: none valid in force")
-        if not conn.connected:
-            lost = f" (last loss: {conn.last_loss})" if conn.last_loss else ""
-            problems.append(f"runtime: not connected{lost}")
-        elif not conn.in_service:
-            problems.append("runtime: registered, not synchronized yet")
+        problems.extend(self.serving.not_serving())
         if problems:
             return Verdict(False, tuple(problems))
-        return Verdict(True, (f"runtime: {conn.runtime or 'connected'}, synchronized",))
+        return Verdict(True, (self.serving.serving(),))

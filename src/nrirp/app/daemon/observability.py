@@ -31,7 +31,7 @@ from nrirp import __version__
 from nrirp.adapters.http import Response
 from nrirp.adapters.memory import LastDecisions
 from nrirp.adapters.metrics import MetricsRecorder, system_samples
-from nrirp.app.daemon.health import Health, RuntimeConnection, Verdict
+from nrirp.app.daemon.health import Health, ServingState, Verdict
 from nrirp.app.daemon.status import ConfigState, status_report
 from nrirp.app.explain import error_document, explanation_document
 from nrirp.domain.config import InstrumentationConfig, MetricsExporter, PolicyConfig
@@ -95,7 +95,7 @@ class Observability:
         *,
         manager: ResourceManager,
         recorder: MetricsRecorder,
-        connection: RuntimeConnection,
+        serving: ServingState,
         decisions: LastDecisions | None,
         config_state: ConfigState,
         plugin_name: str,
@@ -103,13 +103,13 @@ class Observability:
     ) -> None:
         self.manager = manager
         self.recorder = recorder
-        self.connection = connection
+        self.serving = serving
         self.decisions = decisions
         self.config_state = config_state
         self.plugin_name = plugin_name
         self.state_dir = state_dir
         self.health = Health(
-            connection,
+            serving,
             started=lambda: manager.started,
             config_valid=lambda: manager.started and config_state.generation > 0,
         )

@@ -18,7 +18,6 @@ import attrs
 from nrirp import __version__
 from nrirp.adapters.memory import LastDecisions
 from nrirp.app.daemon.health import Health
-from nrirp.app.placement import placement_document, placement_of
 from nrirp.domain.pipeline import ResourceManager
 
 STATUS_VERSION = 1
@@ -95,7 +94,8 @@ def status_report(
     plugin_name: str,
 ) -> dict[str, Any]:
     """The report (call it on the pipeline's thread)."""
-    conn = health.connection
+    from nrirp.app.placement import placement_document, placement_of  # at the first report
+
     ready = health.readiness()
     containers = manager.containers() if manager.started else []
     pods = {p.id: p for p in (manager.pods() if manager.started else [])}
@@ -127,13 +127,7 @@ def status_report(
         "policy": manager.policy.name,
         "plugin": plugin_name,
         "config": config.report(),
-        "runtime": {
-            "connected": conn.connected,
-            "synchronized": conn.synchronized,
-            "runtime": conn.runtime,
-            "connections": conn.connections,
-            "last_loss": conn.last_loss,
-        },
+        "runtime": health.serving.report(),
         "ready": ready.ok,
         "ready_reasons": list(ready.reasons),
         "groups_kind": kind,
