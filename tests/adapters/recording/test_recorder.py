@@ -225,14 +225,14 @@ def test_a_recording_that_cannot_go_on_stops_and_says_why(
     pod = make_pod()
     rec.open()
     rec._wake.clear()
-    rec._interval = 60.0  # the writer sleeps: the queue fills up
+    rec._interval = 60.0  # the writer sleeps: the queue fills up (the daemon's disk stalled)
     rec.started(None, None)
     for _ in range(10):
         rec.handled(InboundCall("run-pod", pod))  # never raises, whatever happens
     rec.close()
     text = (tmp_path / "rec.yaml").read_text().splitlines()
     assert text[-1].startswith("# recording stopped at ")
-    assert text[-1].endswith(": the writer fell 5 calls behind")
+    assert text[-1].endswith(": 5 calls queued and not recorded yet")
     assert "recording to" in caplog.text and "stopped" in caplog.text
     workload = load_workload(str(tmp_path / "rec.yaml"))  # what was written still replays
     assert [s.kind for s in workload.steps] == ["runPodSandbox"] * 4
@@ -247,3 +247,38 @@ def test_a_part_too_small_for_the_nodes_state_stops_the_recording(tmp_path: Path
     text = (tmp_path / "rec.yaml").read_text()
     assert "recording stopped at" in text and "does not fit a recording file of 65536" in text
     assert "runPodSandbox" not in text
+
+
+def test_on_an_event_loop_the_loop_encodes_and_the_thread_only_writes(tmp_path: Path) -> None:
+    import threading
+
+    from nrirp.adapters.recording import recorder as module
+
+    rec = recorder(tmp_path / "rec.yaml")
+    rec.open()
+    pod = make_pod()
+    encoders: set[int] = set()
+    real_encode = rec._encode
+
+    def encode(*args: Any) -> bool:
+        encoders.add(threading.get_ident())
+        return real_encode(*args)
+
+    rec._encode = encode  # type: ignore[method-assign]
+
+    async def main() -> None:
+        rec.attach(asyncio.get_running_loop())
+        rec.started(None, None)
+        rec.handled(InboundCall("run-pod", pod))
+        other = threading.Thread(target=rec.handled, args=(InboundCall("stop-pod", pod),))
+        other.start()  # a call from another thread (a reload) is handed to the loop
+        other.join()
+        await asyncio.sleep(module.BATCH * 5)
+        assert not rec._queue  # encoded on the loop, shortly after
+        assert rec.steps == 2
+        assert encoders == {threading.get_ident()}
+
+    asyncio.run(main())
+    rec.close()  # what is left (the end mark) the thread encodes
+    workload = load_workload(str(tmp_path / "rec.yaml"))
+    assert [s.kind for s in workload.steps] == ["runPodSandbox", "stopPodSandbox"]

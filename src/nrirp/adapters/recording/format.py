@@ -327,7 +327,8 @@ def pod_data(pod: Pod) -> dict[str, Any]:
 
 def container_data(ctr: Container) -> dict[str, Any]:
     """``ctr`` with the keys of :class:`RecordedContainer` (what the cache adds, requirements,
-    tags, times and pending changes, is left out: the runtime does not report it)."""
+    tags, times and pending changes, is left out: the runtime does not report it); mounts and
+    devices stay attrs values (``lines.yaml_bytes`` writes them with their field names)."""
     out: dict[str, Any] = {"id": ctr.id, "pod": ctr.pod_id}
     if ctr.name:
         out["name"] = ctr.name
@@ -343,21 +344,11 @@ def container_data(ctr: Container) -> dict[str, Any]:
         out["oomScoreAdj"] = ctr.oom_score_adj
     if ctr.cgroups_path:
         out["cgroupsPath"] = ctr.cgroups_path
+    # the domain's Mount and Device have the format's keys: the encoder writes them as they are
     if ctr.mounts:
-        out["mounts"] = [
-            {
-                "destination": m.destination,
-                "source": m.source,
-                "type": m.type,
-                "options": list(m.options),
-            }
-            for m in ctr.mounts
-        ]
+        out["mounts"] = ctr.mounts
     if ctr.devices:
-        out["devices"] = [
-            {"path": d.path, "type": d.type, "major": d.major, "minor": d.minor}
-            for d in ctr.devices
-        ]
+        out["devices"] = ctr.devices
     if ctr.pid is not None:
         out["pid"] = ctr.pid
     return out

@@ -69,3 +69,15 @@ def stop_recording(container: DaemonContainer) -> None:
     close = getattr(observer, "close", None)
     if callable(close):
         close()
+
+
+def attach_recording(container: DaemonContainer) -> None:
+    """Encode the recording on the running event loop (call it from the loop): right after
+    each request, without a second thread waking up beside the loop."""
+    import asyncio
+
+    from nrirp.adapters.recording import Recorder
+
+    recorder = container.adapters.container.inbound_observer()
+    if isinstance(recorder, Recorder):
+        recorder.attach(asyncio.get_running_loop())

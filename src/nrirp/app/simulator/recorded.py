@@ -14,6 +14,7 @@ creation went otherwise in the replay.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,7 @@ from nrirp.adapters.recording.format import (
     container_data,
     pod_data,
 )
+from nrirp.adapters.recording.lines import yaml_line
 from nrirp.app.simulator.workload import Step, Workload
 from nrirp.domain.cache import SnapshotError, structure_snapshot
 from nrirp.domain.config.converter import structure
@@ -128,7 +130,8 @@ def state_sync(state: Mapping[str, Any], source: str) -> Synchronize:
         "pods": [pod_data(p) for p in snapshot.pods],
         "containers": [container_data(c) for c in snapshot.containers],
     }
-    sync, issues = structure(data, Synchronize)
+    plain = json.loads(yaml_line(data))  # as a recording would hold them
+    sync, issues = structure(plain, Synchronize)
     if sync is None:  # pragma: no cover - the snapshot was structured strictly already
         raise RecordedStepFailed(f"{source}: the recording's saved state: {issues}")
     return sync

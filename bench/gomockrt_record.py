@@ -1,0 +1,127 @@
+"""Does recording cost CreateContainer anything? The topology-aware daemon under gomockrt with
+and without ``--record``, interleaved.
+
+``nrimockrt`` (``tools/gomockrt``) drives ``--pods`` live pods of mixed QoS against the daemon
+(``nrirp run --policy topology-aware`` on a fake machine's sysfs tree, as
+``bench/gomockrt_topology_aware.py`` runs it, with the Helm chart's default configuration) in
+two variants, once each per round, ``--rounds`` rounds, the order alternating from round to
+round (off then on, on then off, ...: the second run of a pair is a little slower on this
+machine whatever it runs, see ``--aa``):
+
+- ``off``: no recording;
+- ``on``: ``--record FILE`` with the default limits (4 MiB files, 4 of them), a fresh FILE
+  per round.
+
+    .venv/bin/python bench/gomockrt_record.py                  # 5 rounds each, 200 pods
+    .venv/bin/python bench/gomockrt_record.py --rounds 7 --variant integer
+
+Prints CreateContainer p50/p99 per round and their medians per variant, the on/off ratios,
+the median of the per-round differences of the p50s (on minus off: the two runs of a round
+share the machine's load) with how many rounds 'on' was slower, and what the recordings hold
+(steps and bytes, in how many files). ``--aa`` runs 'on' without recording too: the same
+numbers then show what the machine's noise alone makes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gomockrt_topology_aware import CONFIG, VARIANTS, build, daemon_command, event, nrimockrt_run
+
+from nrirp.adapters.fakehw import load_machine, resolve, write_sysfs
+from nrirp.adapters.fakehw.discovery import scratch_dir
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--machine", default="server-112-pmem", help="catalogue machine")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--pods", type=int, default=200)
+    parser.add_argument("--sync", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default="fractional")
+    parser.add_argument(
+        "--aa",
+        action="store_true",
+        help="run 'on' without --record too: what the order of the rounds alone makes",
+    )
+    args = parser.parse_args()
+
+    bindir = build() / "bin"
+    workdir = Path(tempfile.mkdtemp(prefix="gomockrt-record-"))
+    tree = Path(tempfile.mkdtemp(prefix="gomockrt-record-sysfs-", dir=scratch_dir())) / "sys"
+    spec = load_machine(args.machine)
+    write_sysfs(resolve(spec, f"machine {spec.name}"), tree)
+    cgroups = workdir / "no-cgroups"
+    cgroups.mkdir()
+    config = workdir / "config.yaml"
+    config.write_text(CONFIG)
+    results: dict[str, list[tuple[float, float]]] = {"off": [], "on": []}
+    recorded: list[tuple[int, int, int]] = []
+    for number in range(args.rounds):
+        for variant in ("off", "on") if number % 2 == 0 else ("on", "off"):
+            label = f"{variant}{number}"
+            command = daemon_command(
+                "topology-aware",
+                tree,
+                config,
+                workdir / f"state-{label}",
+                cgroups,
+                workdir / f"nrirp-{label}.log",
+            )
+            record = workdir / f"rec-{label}.yaml"
+            if variant == "on" and not args.aa:  # the options go before the redirection
+                head, _, tail = command.partition(" --nri-socket ")
+                command = f"{head} --record {shlex.quote(str(record))} --nri-socket {tail}"
+            run, _ = nrimockrt_run(
+                bindir / "nrimockrt", workdir, label, command, VARIANTS[args.variant], args
+            )
+            p50 = event(run, "CreateContainer", "p50_us")
+            p99 = event(run, "CreateContainer", "p99_us")
+            results[variant].append((p50, p99))
+            if variant == "on" and not args.aa:
+                parts = sorted(workdir.glob(f"rec-{label}.yaml*"))
+                steps = sum(p.read_text().count("\n- {") for p in parts)
+                recorded.append((steps, sum(p.stat().st_size for p in parts), len(parts)))
+            print(f"round {number + 1} {variant:>3}: CreateContainer p50 {p50:8.1f} us, "
+                  f"p99 {p99:8.1f} us", file=sys.stderr)  # fmt: skip
+    print(
+        f"\n{args.machine}: {args.pods} live pods (-qos mix, {args.variant}), sync {args.sync}, "
+        f"{args.rounds} interleaved rounds"
+    )
+    print(f"{'variant':<10}{'p50 med':>10}{'p99 med':>10}  p50 per round / p99 per round")
+    medians: dict[str, tuple[float, float]] = {}
+    for variant, rows in results.items():
+        p50 = statistics.median(r[0] for r in rows)
+        p99 = statistics.median(r[1] for r in rows)
+        medians[variant] = (p50, p99)
+        per_round = " ".join(f"{r[0]:.0f}" for r in rows)
+        per_round_99 = " ".join(f"{r[1]:.0f}" for r in rows)
+        print(f"{variant:<10}{p50:>10.1f}{p99:>10.1f}  {per_round} / {per_round_99}")
+    print(
+        f"on/off ratio: p50 {medians['on'][0] / medians['off'][0]:.3f}, "
+        f"p99 {medians['on'][1] / medians['off'][1]:.3f}"
+    )
+    differences = [on[0] - off[0] for on, off in zip(results["on"], results["off"], strict=True)]
+    slower = sum(1 for d in differences if d > 0)
+    print(
+        f"p50 on minus off per round: median {statistics.median(differences):+.1f} us, "
+        f"'on' slower in {slower} of {len(differences)} rounds"
+    )
+    if recorded:
+        steps, size, files = recorded[-1]
+        print(f"a recording (last round): {steps} steps, {size} bytes in {files} file(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
