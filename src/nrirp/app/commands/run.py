@@ -279,14 +279,13 @@ def _run(args: argparse.Namespace) -> int:
         )
     else:
         log.info("no saved state in %s: starting empty", store.path)
-    if args.engine_api or args.nri_v01:
-        from nrirp.app.daemon.engine_api import EngineApiError, start_engine_api
+    from nrirp.app.daemon.front import FrontStartError
 
-        try:
-            start_engine_api(container)
-        except EngineApiError as exc:
-            log.error("engine API: %s", exc)
-            return EXIT_CONFIG
+    try:
+        container.front().start()  # the engine API binds its socket; NRI dials when it runs
+    except FrontStartError as exc:
+        log.error("%s", exc)
+        return EXIT_CONFIG
     daemon = Daemon(container, args)
     daemon.config_source = _config_source(args, outcome.restored, manager.config is not None)
     from nrirp.adapters.system.latency import settle, tune_switch_interval
@@ -332,13 +331,14 @@ def _cut(text: str) -> str:
 
 
 class Daemon:
-    """The serving phase: NRI plugin service, signals, config reloading, final flush."""
+    """The serving phase: the front (the NRI plugin service, or the engine API), signals,
+    config reloading, final flush."""
 
     def __init__(self, container: DaemonContainer, args: argparse.Namespace) -> None:
         self.container = container
         self.args = args
         self.manager = container.core.container.resource_manager()
-        self.service = container.service()
+        self.front = container.front()
         self.reloader: ConfigReloader | None = None
         self.stop_signal: str | None = None
         self.config_source = "defaults"
@@ -355,7 +355,7 @@ class Daemon:
         self.agent = DaemonAgent.of(container, self.reloads)
 
     async def serve(self) -> int:
-        from nrirp.adapters.nri.stub import RegistrationError
+        from nrirp.app.daemon.front import FrontRegistrationError
         from nrirp.app.daemon.recording import attach_recording
         from nrirp.app.daemon.reload import ConfigReloader
 
@@ -380,8 +380,8 @@ class Daemon:
         if self.agent is not None:
             await self.agent.start()
         try:
-            await self.service.run()
-        except RegistrationError as exc:
+            await self.front.run()
+        except FrontRegistrationError as exc:
             log.error("%s", exc)
             code = EXIT_REGISTRATION
         finally:
@@ -408,7 +408,6 @@ class Daemon:
         from nrirp.domain.config.unapplied import DAEMON
 
         container = self.container
-        container.connection().prelaunched = container.stub().prelaunched
         self.observability.default_endpoint = self.args.http_endpoint
         await self.observability.start()
         events = ConfigEvents(
@@ -417,28 +416,17 @@ class Daemon:
             observability=self.observability,
             log_settings=LogSettings(),
             environment=attrs.evolve(DAEMON, kubernetes_agent=self.agent is not None),
-            on_reloaded=self._check_subscription,
+            on_reloaded=self.front.configuration_changed,
         )
         if self.agent is not None:
             events.followers.append(self.agent.follow)
         events.started(self.config_source, self.manager.config)
         return events
 
-    def _check_subscription(self) -> None:
-        """A reloaded configuration may need other NRI events (PostStartContainer when
-        settings wait for containers' processes): register again to change them."""
-        if not self.container.plugin().subscription_stale():
-            return
-        if not self.service.stub.resubscribe():
-            log.warning(
-                "the configuration needs other NRI events than those subscribed to; they "
-                "change when the plugin registers with the runtime again"
-            )
-
     def _stop(self, name: str) -> None:
         log.info("%s received: stopping", name)
         self.stop_signal = name
-        self.service.stop()
+        self.front.stop()
 
     def _flush(self, code: int) -> int:
         from nrirp.domain.ports.state_store import StateStoreError
