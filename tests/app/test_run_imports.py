@@ -1,7 +1,9 @@
 """What ``nrirp run`` imports on its way to registration (issue 9 item 9): not the simulator or
 the simulated runtime, not the fake hardware, not the embedding API, only the policy it runs,
-and no optional client (Kubernetes, Prometheus) it does not use. Structural, not timed: the
-time is measured by bench/bench_startup.py."""
+and nothing of what it is not configured to use: no node agent (nor its fake cluster) without
+a node name and API access, no HTTP server, route answers, Prometheus export or explanations
+without an endpoint or a request, no recorder without --record, no HTTP client. Structural, not
+timed: the time is measured by bench/bench_startup.py."""
 
 from __future__ import annotations
 
@@ -26,6 +28,19 @@ NOT_FOR_REGISTRATION = (
     "lightkube",
     "prometheus_client",
     "grpc",
+    # the node agent only when it runs (a node name and API access, no --disable-agent)
+    "nrirp.adapters.kubernetes.agent",
+    "nrirp.adapters.kubernetes.fake",
+    "nrirp.adapters.kubernetes.nrt",
+    "nrirp.adapters.kubernetes.cluster",
+    # HTTP, metrics export and explanations only with an endpoint (or a request)
+    "nrirp.adapters.http",
+    "http.server",
+    "nrirp.adapters.metrics.prometheus",
+    "nrirp.app.explain",
+    "nrirp.app.placement",  # the status report's placement: at the first report
+    "nrirp.adapters.recording",  # only with --record
+    "urllib.request",  # nrirp status's and explain's HTTP client
 )
 
 

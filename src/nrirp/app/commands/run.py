@@ -164,7 +164,7 @@ def _host_controls(text: str) -> list[str]:
 
 def _run(args: argparse.Namespace) -> int:
     from nrirp import __version__
-    from nrirp.adapters.kubernetes import ClusterError
+    from nrirp.adapters.kubernetes.errors import ClusterError
     from nrirp.adapters.storage import StateDirectoryInUseError
     from nrirp.adapters.system import ConfigFileError
     from nrirp.app.commands.common.agent import AgentSettingsError, agent_settings

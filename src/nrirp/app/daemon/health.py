@@ -42,6 +42,7 @@ class ServingState(Protocol):
         ``last_loss``."""
         ...
 
+
 STALL_SECONDS = 30.0
 """A heartbeat older than this means the event loop is stuck."""
 

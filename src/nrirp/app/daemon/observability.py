@@ -28,19 +28,18 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nrirp import __version__
-from nrirp.adapters.http import Response
 from nrirp.adapters.memory import LastDecisions
-from nrirp.adapters.metrics import MetricsRecorder, system_samples
 from nrirp.app.daemon.health import Health, ServingState, Verdict
 from nrirp.app.daemon.status import ConfigState, status_report
-from nrirp.app.explain import error_document, explanation_document
 from nrirp.domain.config import InstrumentationConfig, MetricsExporter, PolicyConfig
 from nrirp.domain.model import Container
 from nrirp.domain.pipeline import ResourceManager, UnknownContainerError
 from nrirp.domain.policy import MetricSample
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the HTTP parts, the metrics' export and explanations load when used
+    from nrirp.adapters.http import Response
     from nrirp.adapters.http.server import HttpServer
+    from nrirp.adapters.metrics import MetricsRecorder
     from nrirp.adapters.metrics.prometheus import PolicyView, PrometheusExporter
 
 log = logging.getLogger("nrirp.daemon")
@@ -238,6 +237,8 @@ class Observability:
             with contextlib.suppress(TimeoutError):
                 self._call(self._take_samples)
         samples: list[MetricSample] = list(recorder.snapshot().samples)
+        from nrirp.adapters.metrics import system_samples
+
         samples.extend(system_samples(self.manager.machine, self._containers))
         return PolicyView(samples, recorder.samples_at)
 
@@ -267,18 +268,18 @@ class Observability:
     def _metrics(self) -> Response:
         exporter = self.exporter
         if exporter is None:
-            return Response(404, b"metrics are not exported (instrumentation.prometheusExport)\n")
+            return _response(404, b"metrics are not exported (instrumentation.prometheusExport)\n")
         body, content_type = exporter.render()
-        return Response(200, body, content_type)
+        return _response(200, body, content_type)
 
     def _status(self) -> Response:
         if self._call is None:
-            return Response(503, b"not started\n")
+            return _response(503, b"not started\n")
         try:
             report = self._call(self.report)
         except TimeoutError as exc:
-            return Response(503, f"{exc}\n".encode())
-        return Response(200, _json(report), "application/json")
+            return _response(503, f"{exc}\n".encode())
+        return _response(200, _json(report), "application/json")
 
     def _explain(self, params: Mapping[str, str]) -> Response:
         container = params.get("container", "")
@@ -305,6 +306,8 @@ class Observability:
         except Exception as exc:  # a bug in a policy's explain: say so, serve on
             log.exception("explaining %s failed", container)
             return 500, error_document(f"internal error: {type(exc).__name__}: {exc}")
+        from nrirp.app.explain import explanation_document
+
         return 200, explanation_document(explanation)
 
     def report(self) -> dict[str, Any]:
@@ -370,12 +373,26 @@ class Observability:
 
 
 def _answer(status: int, document: Any) -> Response:
-    return Response(status, _json(document), "application/json")
+    return _response(status, _json(document), "application/json")
 
 
 def _verdict(verdict: Verdict, failure: int) -> Response:
-    return Response(200 if verdict.ok else failure, verdict.text().encode())
+    return _response(200 if verdict.ok else failure, verdict.text().encode())
 
 
 def _json(report: Any) -> bytes:
     return (json.dumps(report, indent=None, sort_keys=False, default=str) + "\n").encode()
+
+
+def _response(status: int, body: bytes, content_type: str | None = None) -> Response:
+    from nrirp.adapters.http import Response
+
+    if content_type is None:
+        return Response(status, body)
+    return Response(status, body, content_type)
+
+
+def error_document(message: str) -> dict[str, Any]:
+    from nrirp.app.explain import error_document as document
+
+    return document(message)

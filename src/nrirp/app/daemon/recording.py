@@ -50,9 +50,11 @@ def start_recording(
 def open_recording(container: DaemonContainer) -> str | None:
     """Create the recording's file and start writing (when recording); returns why it
     cannot."""
+    recorder = container.adapters.container.inbound_observer()
+    if recorder is None:  # not recording: nothing of the recorder is imported
+        return None
     from nrirp.adapters.recording import Recorder, RecordingError
 
-    recorder = container.adapters.container.inbound_observer()
     if not isinstance(recorder, Recorder):
         return None
     try:
@@ -74,10 +76,12 @@ def stop_recording(container: DaemonContainer) -> None:
 def attach_recording(container: DaemonContainer) -> None:
     """Encode the recording on the running event loop (call it from the loop): right after
     each request, without a second thread waking up beside the loop."""
+    recorder = container.adapters.container.inbound_observer()
+    if recorder is None:  # not recording: nothing of the recorder is imported
+        return
     import asyncio
 
     from nrirp.adapters.recording import Recorder
 
-    recorder = container.adapters.container.inbound_observer()
     if isinstance(recorder, Recorder):
         recorder.attach(asyncio.get_running_loop())

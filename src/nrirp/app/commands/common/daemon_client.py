@@ -4,8 +4,6 @@ a JSON answer) or its HTTP endpoint (``instrumentation.httpEndpoint``)."""
 from __future__ import annotations
 
 import socket
-import urllib.error
-import urllib.request
 
 STATUS_SOCKET = "status.sock"
 TIMEOUT = 10.0
@@ -31,6 +29,9 @@ def fetch_socket(state_dir: str, request: str = "/status") -> bytes:
 def fetch_http(endpoint: str, path: str = "/status") -> bytes:
     """``GET http://ENDPOINT/PATH``'s body (``:port`` means 127.0.0.1); an error status's
     body is returned too when it is JSON (the daemon's error documents)."""
+    import urllib.error  # here: every command's start-up (nrirp run's too) would pay for it
+    import urllib.request
+
     host = endpoint
     if host.startswith(":"):
         host = "127.0.0.1" + host
