@@ -138,3 +138,23 @@ def test_a_snapshot_kept_while_later_changes_are_applied_is_listed_first() -> No
     second = save(series, cache, 2)
     assert [c["name"] for c in second["containers"]] == []  # applies the first changes too
     assert dict(first) == first_expected
+
+
+def test_prepare_unstructures_in_steps_with_pauses_between() -> None:
+    """A store's writer prepares the snapshot with a pause (stepping aside for requests):
+    the same form, with a pause every PAUSE_EVERY objects unstructured."""
+    from nrirp.domain.cache.snapshot import PAUSE_EVERY
+
+    cache = Cache()
+    pod = make_pod("p")
+    cache.put_pod(pod)
+    for n in range(3 * PAUSE_EVERY):
+        cache.put_container(make_container(pod, f"c{n}"))
+    series = SnapshotSeries()
+    snapshot = save(series, cache, 1)
+    pauses: list[int] = []
+    snapshot.prepare(lambda: pauses.append(1))
+    assert len(pauses) == 3  # 48 containers (and one pod)
+    assert dict(snapshot) == expected(cache, 1)
+    snapshot.prepare(lambda: pauses.append(1))  # already made: nothing more
+    assert len(pauses) == 3

@@ -8,13 +8,13 @@ import stat
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from nrirp.adapters.memory import FakeClock
+from nrirp.adapters.nri.stub.scope import HandlerActivity
 from nrirp.adapters.storage import FileStateStore
 from nrirp.adapters.storage import atomic as atomic_module
 from nrirp.domain.pipeline import ResourceManager
@@ -251,17 +251,18 @@ def test_a_burst_of_saves_is_written_at_most_max_delay_after_its_first(tmp_path:
 
 
 def test_the_writer_steps_aside_while_a_request_is_handled(tmp_path: Path) -> None:
-    busy = threading.Event()
-    busy.set()
-    store = FileStateStore(tmp_path / "state", linger=0.0, yield_to=busy.is_set, max_pause=5.0)
+    foreground = HandlerActivity()
+    foreground.started()  # "a request" is being handled
+    store = FileStateStore(tmp_path / "state", linger=0.0, yield_to=foreground, max_pause=5.0)
     store.save({"version": 1})
     time.sleep(0.2)
-    assert store.writes == 0  # held back while "a request" runs
-    busy.clear()
+    assert store.writes == 0  # held back while it runs
+    foreground.finished()
     store.flush(timeout=5)
     assert store.writes == 1
-    busy.set()
+    foreground.started()
     store.save({"version": 2})
     store.flush(timeout=5)  # a flush does not wait for requests to end
     assert store.writes == 2
+    foreground.finished()
     store.close()

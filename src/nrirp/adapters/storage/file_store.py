@@ -11,10 +11,11 @@ few writes a second, and each write re-encodes only the pods and containers that
 (:class:`~nrirp.adapters.storage.json_encoding.SnapshotJsonEncoder`).
 
 The writer needs the GIL while it encodes, and every millisecond it holds it while the event
-loop answers the runtime is added to that answer. With ``yield_to`` (the daemon gives
-:func:`~nrirp.adapters.nri.stub.scope.handlers_running`) it steps aside: it does not begin a
-write while a request is being handled, and it pauses between the pieces of the encoding
-while one is (each wait bounded by ``max_pause``, so a stream of requests delays a write but
+loop answers the runtime is added to that answer. With ``yield_to`` (a :class:`Foreground`;
+the daemon gives :data:`~nrirp.adapters.nri.stub.scope.HANDLERS`, the stubs' event handlers)
+it steps aside: it does not begin a write while a request is being handled, and between the
+small pieces of unstructuring and encoding it waits, blocked and so not asking for the GIL,
+until none is (each wait at most ``max_pause``, so a stream of requests delays a write but
 never stops it).
 
 One daemon per directory: :meth:`lock` (also run by :meth:`load` and the first write) creates
@@ -38,7 +39,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from nrirp.adapters.storage.atomic import remove_stale_temps, write_atomically
 from nrirp.adapters.storage.decoding import (
@@ -58,7 +59,16 @@ STATE_FILE_NAME = "cache"
 
 log = logging.getLogger(__name__)
 
-_PAUSE_STEP = 0.0005
+
+class Foreground(Protocol):
+    """Work the writer steps aside for (the daemon's: NRI event handlers running)."""
+
+    @property
+    def busy(self) -> bool: ...
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until not busy, at most ``timeout`` seconds (blocked, releasing the GIL)."""
+        ...
 
 
 class FileStateStore:
@@ -84,7 +94,7 @@ class FileStateStore:
         background: bool = True,
         linger: float = 0.02,
         max_delay: float = 0.25,
-        yield_to: Callable[[], bool] | None = None,
+        yield_to: Foreground | None = None,
         max_pause: float = 0.05,
         retry_interval: float = 1.0,
         max_size: int = MAX_STATE_FILE_SIZE,
@@ -320,16 +330,15 @@ class FileStateStore:
             self._cond.wait(left)
 
     def _step_aside(self) -> None:
-        """On the writer thread, while ``yield_to()`` says a request is being handled, wait
-        (at most ``max_pause``; not once the store is flushed or closing)."""
-        busy = self._yield_to
-        if busy is None or not busy() or self._hurry or self._urgent or self._closed:
+        """On the writer thread, while ``yield_to`` is busy (a request is being handled),
+        wait for it to be idle (at most ``max_pause``; not once the store is flushed or
+        closing)."""
+        foreground = self._yield_to
+        if foreground is None or not foreground.busy or self._hurry or self._urgent:
             return
-        if threading.current_thread() is not self._thread:
+        if self._closed or threading.current_thread() is not self._thread:
             return  # a write on the saver's own thread (no background writer): never wait
-        deadline = time.monotonic() + self._max_pause
-        while busy() and time.monotonic() < deadline and not (self._urgent or self._closed):
-            time.sleep(_PAUSE_STEP)
+        foreground.wait_idle(self._max_pause)  # blocked, not polling: no GIL wanted meanwhile
 
     def _write(self, snapshot: Mapping[str, Any]) -> None:
         observer = self._on_write
@@ -345,6 +354,9 @@ class FileStateStore:
         observer(time.monotonic() - started, True)
 
     def _write_file(self, snapshot: Mapping[str, Any]) -> None:
+        prepare = getattr(snapshot, "prepare", None)
+        if self._yield_to is not None and callable(prepare):
+            prepare(self._step_aside)  # the resource manager's snapshot, unstructured in steps
         try:
             parts = self._encoder.encode_parts(snapshot)
         except (TypeError, ValueError) as exc:

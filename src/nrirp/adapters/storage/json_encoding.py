@@ -44,7 +44,7 @@ _Encoded = tuple[list[Any], list[str], list[_Split]]
 
 _EMPTY: _Encoded = ([], [], [])
 
-PAUSE_EVERY = 8
+PAUSE_EVERY = 4
 """Elements encoded between two calls of the encoder's ``pause`` (a few tens of microseconds
 of work each)."""
 

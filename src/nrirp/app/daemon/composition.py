@@ -10,7 +10,7 @@ from nrirp.adapters.nri.resmgr.plugin import ConnectionObserver, ResourceManager
 from nrirp.adapters.nri.resmgr.service import PluginService
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
 from nrirp.adapters.nri.stub import CloseHook, Stub
-from nrirp.adapters.nri.stub.scope import handlers_running
+from nrirp.adapters.nri.stub.scope import HANDLERS
 from nrirp.adapters.storage import FileStateStore
 from nrirp.adapters.system import LoggingDecisionLog
 from nrirp.adapters.system.latency import bulk_allocation
@@ -36,7 +36,7 @@ DEFAULT_PLUGIN_INDEX = "90"
 def file_state_store(state_dir: str | None, recorder: MetricsRecorder) -> FileStateStore:
     """The state file; its writer steps aside while an NRI request is being handled."""
     return FileStateStore(
-        state_dir or DEFAULT_STATE_DIR, on_write=recorder.state_written, yield_to=handlers_running
+        state_dir or DEFAULT_STATE_DIR, on_write=recorder.state_written, yield_to=HANDLERS
     )
 
 

@@ -120,9 +120,11 @@ class SnapshotEncoder:
         with self._lock:
             return self._encode_locked(snapshot)
 
-    def _encode_locked(self, snapshot: Snapshot) -> dict[str, Any]:
-        self._pods = _reencode(snapshot.pods, self._pods)
-        self._containers = _reencode(snapshot.containers, self._containers)
+    def _encode_locked(
+        self, snapshot: Snapshot, pause: Callable[[], None] | None = None
+    ) -> dict[str, Any]:
+        self._pods = _reencode(snapshot.pods, self._pods, pause)
+        self._containers = _reencode(snapshot.containers, self._containers, pause)
         # the same configuration (and policy data) as last time: the same unstructured form
         data_from, data = self._policy_data
         if snapshot.policy_data is not data_from and snapshot.policy_data != data_from:
@@ -167,7 +169,13 @@ class EncodedLater(Mapping[str, Any]):
         self._snapshot: Snapshot | Callable[[], Snapshot] | None = snapshot
         self._data: dict[str, Any] | None = None
 
-    def _encoded(self) -> dict[str, Any]:
+    def prepare(self, pause: Callable[[], None] | None = None) -> None:
+        """Encode now, calling ``pause`` between every :data:`PAUSE_EVERY` objects
+        unstructured (a store's writer thread steps aside there for the event loop: a first
+        save after a Synchronize unstructures every container)."""
+        self._encoded(pause)
+
+    def _encoded(self, pause: Callable[[], None] | None = None) -> dict[str, Any]:
         data = self._data
         if data is None:
             with self._encoder._lock:  # one encoding, even when two threads read at once
@@ -176,7 +184,11 @@ class EncodedLater(Mapping[str, Any]):
                     source = self._snapshot
                     assert source is not None
                     snapshot = source if isinstance(source, Snapshot) else source()
-                    data = self._data = self._encoder._encode_locked(snapshot)
+                    if pause is None:
+                        data = self._encoder._encode_locked(snapshot)
+                    else:
+                        data = self._encoder._encode_locked(snapshot, pause)
+                    self._data = data
                     self._snapshot = None
         return data
 
@@ -267,7 +279,13 @@ def _unstructure(value: Any, old: Any, old_part: Mapping[str, Any] | None) -> An
     return _CONVERTER.unstructure(value, kind)
 
 
-def _reencode(values: Sequence[Any], previous: _Encoded) -> _Encoded:
+PAUSE_EVERY = 4
+"""Objects unstructured between two calls of a ``pause`` given to :meth:`EncodedLater.prepare`."""
+
+
+def _reencode(
+    values: Sequence[Any], previous: _Encoded, pause: Callable[[], None] | None = None
+) -> _Encoded:
     """``values`` with their unstructured forms, reusing those of ``previous`` objects."""
     old_values, old_parts = previous
     same = list(map(operator.is_, values, old_values))
@@ -277,7 +295,9 @@ def _reencode(values: Sequence[Any], previous: _Encoded) -> _Encoded:
     # objects that moved (after a removal) are found by identity: the previous objects are
     # still referenced, so no other live object can have their id
     moved = dict(zip(map(id, old_values), old_parts, strict=True)) if len(changed) > 1 else {}
-    for i in changed:
+    for count, i in enumerate(changed, 1):
+        if pause is not None and count % PAUSE_EVERY == 0:
+            pause()
         value = values[i]
         part = moved.get(id(value))
         if part is None:

@@ -11,15 +11,47 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import threading
 
 
-_RUNNING = [0]  # handler invocations not finished yet, in this process
+class HandlerActivity:
+    """Whether event handlers of the stubs in this process are running (invocations not
+    finished yet), for background threads that step aside for them (the state file's writer):
+    :attr:`busy` to look, :meth:`wait_idle` to wait without holding the GIL. Changed only on
+    the event loop."""
+
+    def __init__(self) -> None:
+        self._running = 0
+        self._idle = threading.Event()
+        self._idle.set()
+
+    @property
+    def busy(self) -> bool:
+        return self._running > 0
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no handler runs, at most ``timeout`` seconds; True if none does."""
+        return self._idle.wait(timeout)
+
+    def started(self) -> None:
+        self._running += 1
+        if self._running == 1:
+            self._idle.clear()
+
+    def finished(self) -> None:
+        self._running -= 1
+        if self._running == 0:
+            self._idle.set()
+
+
+HANDLERS = HandlerActivity()
+"""The handlers of every stub in this process."""
 
 
 def handlers_running() -> bool:
-    """True while some event handler of a stub in this process has not returned: background
-    work (the state file's writer) can step aside for it. Safe to call from any thread."""
-    return _RUNNING[0] > 0
+    """True while some event handler of a stub in this process has not returned. Safe to
+    call from any thread."""
+    return HANDLERS.busy
 
 
 class HandlerScope:
@@ -30,7 +62,7 @@ class HandlerScope:
     def __init__(self) -> None:
         self.active = True
         self._replied: asyncio.Future[None] | None = None
-        _RUNNING[0] += 1
+        HANDLERS.started()
 
     def replied(self) -> asyncio.Future[None]:
         """A future resolved once the handler's reply has been handed to the transport."""
@@ -44,7 +76,7 @@ class HandlerScope:
         """The handler returned. Waiters wake on the next loop iteration: by then the transport
         has written the reply, which it does in the same step in which the handler returns."""
         if self.active:
-            _RUNNING[0] -= 1
+            HANDLERS.finished()
         self.active = False
         waiter = self._replied
         if waiter is not None:
