@@ -292,3 +292,15 @@ def test_an_ordinary_refusal_is_one_line_without_a_traceback(tmp_path: Path, sys
         assert "Traceback" not in daemon.text() and not any("exception" in r for r in about)
 
     with_runtime(tmp_path, body)
+
+
+def test_the_log_reader_leaves_out_a_line_being_written(tmp_path: Path) -> None:
+    """The daemon's JSON log is read while the daemon writes it: a half-written last line is
+    not parsed (it used to make process tests fail now and then under load)."""
+    reader = object.__new__(Daemon)
+    reader.log_path = tmp_path / "daemon.log"
+    reader.log_path.write_text('{"msg": "one"}\nnot json\n{"msg": "tw')
+    assert [r["msg"] for r in reader.records()] == ["one"]
+    with open(reader.log_path, "a") as log:
+        log.write('o"}\n')
+    assert [r["msg"] for r in reader.records()] == ["one", "two"]

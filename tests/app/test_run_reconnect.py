@@ -1,7 +1,13 @@
 """``nrirp run`` as a process against the simulated runtime over a real unix socket, restarted
-again and again: the daemon registers again within a second of the socket reappearing, however
-long the runtime was away and however many restarts came before (the backoff is never used when
-the socket goes away and comes back)."""
+again and again: the daemon dials as soon as the socket reappears, however long the runtime was
+away and however many restarts came before (the backoff is never used when the socket goes away
+and comes back).
+
+Asserted on the mechanism the daemon logs (each loss waits for the socket to appear, each
+appearance is dialled at once, no backoff), not on wall-clock latencies, which a loaded machine
+stretches; the latencies are printed. (The test used to be flaky under load for another reason:
+it parsed the daemon's JSON log while the daemon was writing its last line;
+``tests.app.test_run.Daemon.records`` now leaves a half-written line out.)"""
 
 from __future__ import annotations
 
@@ -64,8 +70,23 @@ def test_daemon_registers_again_within_a_second_of_each_runtime_restart(
         lost = [m for m in messages if "connection to the runtime lost" in m]
         assert len(lost) >= len(DOWNTIMES)  # the last one may come after SIGTERM, or not
         assert all(m.endswith(f"reconnecting when the NRI socket {path} appears") for m in lost)
+        # every registration after the first: a loss, the socket seen to appear, a dial at once
+        steps = [
+            "lost" if "connection to the runtime lost" in m
+            else "appeared" if m == f"NRI socket {path}: socket appeared, dialling"
+            else "registered"
+            for m in messages
+            if "connection to the runtime lost" in m
+            or "socket appeared" in m
+            or "registered with containerd" in m
+        ]  # fmt: skip
+        steps = steps[steps.index("registered") :]  # the first dial may have waited too
+        assert steps[: 1 + 3 * len(DOWNTIMES)] == [
+            "registered",
+            *["lost", "appeared", "registered"] * len(DOWNTIMES),
+        ], steps
         return latencies
 
     latencies = arun(main, timeout=120)
     print("re-registration after the socket reappeared (s):", [f"{x:.3f}" for x in latencies])
-    assert max(latencies) < 1.0, latencies
+    assert len(latencies) == len(DOWNTIMES)
