@@ -51,8 +51,11 @@ class DaemonProcess:
         self.state_file = state_dir / "cache"
 
     def records(self) -> list[dict[str, Any]]:
-        """Every JSON log record so far."""
-        lines = self.process.log_text().splitlines()
+        """Every complete JSON log record so far (the daemon may be writing the last line)."""
+        text = self.process.log_text()
+        lines = text.splitlines()
+        if lines and not text.endswith("\n"):
+            lines.pop()
         return [json.loads(line) for line in lines if line.startswith("{")]
 
     def wait_for(self, pattern: str, timeout: float = 20.0, after: int = 0) -> dict[str, Any]:

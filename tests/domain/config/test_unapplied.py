@@ -84,6 +84,8 @@ def test_prometheus_export_without_an_endpoint_serves_nothing_and_says_so() -> N
     [field] = unapplied_fields(config, DAEMON)
     assert field.path == "instrumentation.prometheusExport"
     assert "httpEndpoint is empty" in field.why
+    # nrirp run --http-endpoint serves one all the same: the export acts there
+    assert unapplied_fields(config, attrs.evolve(DAEMON, default_http_endpoint=True)) == []
 
 
 def test_outside_the_daemon_the_server_and_log_settings_are_not_applied() -> None:

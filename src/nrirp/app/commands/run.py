@@ -415,7 +415,11 @@ class Daemon:
             recorder=container.adapters.container.recorder(),
             observability=self.observability,
             log_settings=LogSettings(),
-            environment=attrs.evolve(DAEMON, kubernetes_agent=self.agent is not None),
+            environment=attrs.evolve(
+                DAEMON,
+                kubernetes_agent=self.agent is not None,
+                default_http_endpoint=bool(self.args.http_endpoint),
+            ),
             on_reloaded=self.front.configuration_changed,
         )
         if self.agent is not None:

@@ -36,13 +36,15 @@ class Environment:
     ``reportPeriod`` (the daemon). ``log_settings``: ``log.debug`` and ``log.source``.
     ``kubernetes_agent``: ``agent.nodeResourceTopology`` (the node agent exports it).
     ``pod_resources``: ``agent.podResourceAPI`` (the daemon's topology hints ask the kubelet,
-    with or without the agent)."""
+    with or without the agent). ``default_http_endpoint``: an endpoint is served when the
+    configuration names none (``nrirp run --http-endpoint``), so its metrics export acts."""
 
     name: str
     http_server: bool = False
     log_settings: bool = False
     kubernetes_agent: bool = False
     pod_resources: bool = False
+    default_http_endpoint: bool = False
 
 
 DAEMON = Environment(name="nrirp run", http_server=True, log_settings=True, pod_resources=True)
@@ -129,7 +131,7 @@ def _instrumentation(inst: Any, env: Environment) -> Iterator[UnappliedField]:
             yield UnappliedField("instrumentation.metrics", _groups(inst.metrics), why)
     else:
         exports = inst.prometheus_export or exporter is MetricsExporter.PROMETHEUS
-        if exports and not inst.http_endpoint:
+        if exports and not inst.http_endpoint and not env.default_http_endpoint:
             yield UnappliedField(
                 "instrumentation.prometheusExport",
                 "true",
