@@ -63,3 +63,44 @@ def test_settle_collects_cycles_before_freezing() -> None:
 def test_switch_interval() -> None:
     tune_switch_interval()
     assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
+
+
+def test_log_output_moves_to_a_thread_that_waits_for_requests_and_close_flushes() -> None:
+    import io
+    import logging
+    import time
+
+    from nrirp.adapters.nri.stub.scope import HandlerActivity
+    from nrirp.adapters.system import configure_logging
+    from nrirp.adapters.system.logs import log_in_background
+
+    stream = io.StringIO()
+    logger = logging.getLogger("nrirp")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    configure_logging("info", "text", stream)
+    try:
+        foreground = HandlerActivity()
+        background = log_in_background(foreground)
+        assert background is not None
+        log = logging.getLogger("nrirp.test")
+        foreground.started()  # a request is being handled: nothing is written meanwhile
+        for n in range(3):
+            log.info("line %d", n)
+        time.sleep(0.02)
+        assert stream.getvalue() == ""
+        foreground.finished()
+        deadline = time.monotonic() + 5
+        while stream.getvalue().count("\n") < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [line.split(": ", 1)[1] for line in stream.getvalue().splitlines()] == [
+            "line 0",
+            "line 1",
+            "line 2",
+        ]
+        background.close()
+        log.info("after close")  # written at once again
+        assert stream.getvalue().splitlines()[-1].endswith("after close")
+    finally:
+        logger.handlers[:] = saved[0]
+        logger.setLevel(saved[1])
+        logger.propagate = saved[2]

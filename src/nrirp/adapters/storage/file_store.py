@@ -39,7 +39,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from nrirp.adapters.storage.atomic import remove_stale_temps, write_atomically
 from nrirp.adapters.storage.decoding import (
@@ -52,23 +52,13 @@ from nrirp.adapters.storage.directories import make_private_dirs
 from nrirp.adapters.storage.json_encoding import SnapshotJsonEncoder
 from nrirp.adapters.storage.lock import DirectoryLock
 from nrirp.adapters.storage.safety import check_private
+from nrirp.adapters.system.latency import Foreground
 from nrirp.domain.ports.state_store import StateStoreError
 
 STATE_FILE_NAME = "cache"
 """The state file's name in the state directory (the reference uses the same)."""
 
 log = logging.getLogger(__name__)
-
-
-class Foreground(Protocol):
-    """Work the writer steps aside for (the daemon's: NRI event handlers running)."""
-
-    @property
-    def busy(self) -> bool: ...
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Wait until not busy, at most ``timeout`` seconds (blocked, releasing the GIL)."""
-        ...
 
 
 class FileStateStore:

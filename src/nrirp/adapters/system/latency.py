@@ -25,6 +25,21 @@ import gc
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Protocol
+
+
+class Foreground(Protocol):
+    """Work background threads step aside for (the daemon's: NRI event handlers running,
+    ``nrirp.adapters.nri.stub.scope.HANDLERS``): the state file's writer and the log output."""
+
+    @property
+    def busy(self) -> bool: ...
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until not busy, at most ``timeout`` seconds (blocked, so not asking for the
+        GIL meanwhile); True if not busy."""
+        ...
+
 
 SWITCH_INTERVAL = 0.0005
 """Seconds a thread may hold the GIL while another waits for it (CPython's default: 0.005)."""

@@ -12,13 +12,19 @@ print rows (``renders_rows``), as these do.
 
 from __future__ import annotations
 
+import atexit
 import json
 import json.encoder as json_encoder
 import logging
+import logging.handlers
+import queue
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
+
+from nrirp.adapters.system.latency import Foreground
 
 FIELDS = "fields"
 ROWS = "field_rows"
@@ -155,3 +161,72 @@ def configure_logging(
     logger.setLevel(numeric)
     logger.propagate = False
     return handler
+
+
+class _Enqueue(logging.handlers.QueueHandler):
+    """Queues records as they are: formatting (the decision lines of a whole operation) is
+    left to the output thread. The standard QueueHandler formats in the caller's thread."""
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        return record
+
+
+class BackgroundOutput:
+    """The ``nrirp`` loggers' output written by a thread: the caller only queues the record.
+
+    Made by :func:`log_in_background`. Records keep their order. With ``foreground`` (the
+    daemon's NRI event handlers) the thread formats and writes between requests: it waits,
+    blocked, while one is being handled (at most ``max_pause`` each time). :meth:`close`
+    (also run at interpreter exit) writes what is queued, stops the thread and puts the
+    output back on the logger, so later records are written at once.
+    """
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        output: logging.Handler,
+        foreground: Foreground | None = None,
+        max_pause: float = 0.05,
+    ) -> None:
+        self._logger = logger
+        self._output = output
+        self._foreground = foreground
+        self._max_pause = max_pause
+        self._queue: queue.SimpleQueue[logging.LogRecord | None] = queue.SimpleQueue()
+        self._enqueue = _Enqueue(self._queue)
+        self._enqueue.setFormatter(output.formatter)  # the decision log looks for rows there
+        self._thread = threading.Thread(target=self._run, name="nrirp-log-writer", daemon=True)
+        self._closed = False
+        self._thread.start()
+        logger.addHandler(self._enqueue)
+        logger.removeHandler(output)
+        atexit.register(self.close)
+
+    def _run(self) -> None:
+        output, foreground = self._output, self._foreground
+        while True:
+            record = self._queue.get()
+            if record is None:
+                return
+            if foreground is not None and foreground.busy and not self._closed:
+                foreground.wait_idle(self._max_pause)
+            output.handle(record)  # Handler.handleError reports what fails
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued, stop the thread, write directly again (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._logger.addHandler(self._output)
+        self._logger.removeHandler(self._enqueue)
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+
+def log_in_background(foreground: Foreground | None = None) -> BackgroundOutput | None:
+    """Move the output of the ``nrirp`` loggers (as :func:`configure_logging` set it up) to a
+    thread (see :class:`BackgroundOutput`); ``None`` when they have no single output."""
+    logger = logging.getLogger("nrirp")
+    if len(logger.handlers) != 1:
+        return None
+    return BackgroundOutput(logger, logger.handlers[0], foreground)

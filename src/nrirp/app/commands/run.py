@@ -292,6 +292,10 @@ def _run(args: argparse.Namespace) -> int:
 
     tune_switch_interval()  # the state writer's thread hands the GIL back within 0.5 ms
     settle()  # start-up is done: later garbage collections scan only what serving makes
+    from nrirp.adapters.nri.stub.scope import HANDLERS
+    from nrirp.adapters.system.logs import log_in_background
+
+    log_in_background(HANDLERS)  # log lines formatted and written between NRI requests
     return asyncio.run(daemon.serve())
 
 
