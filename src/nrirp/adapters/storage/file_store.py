@@ -205,7 +205,8 @@ class FileStateStore:
                 raise StateStoreError(f"state store {self._path} is closed")
             self._saved_gen += 1
             now = time.monotonic()
-            if self._pending is None:
+            first = self._pending is None
+            if first:
                 self._first_unsaved = now
             self._last_save = now
             self._pending = snapshot
@@ -215,7 +216,11 @@ class FileStateStore:
                     target=self._writer, name="nrirp-state-writer", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify_all()
+            if first:
+                # only a writer with nothing to write waits for a save; one waiting for quiet
+                # looks at the time of the last save when its wait ends. Waking it for every
+                # save would cost the caller (the event loop) a hand-over of the GIL each time
+                self._cond.notify_all()
             error = self._error
         if error is not None:
             raise StateStoreError(f"{error} (the latest state is queued and retried)")
