@@ -16,7 +16,6 @@ import atexit
 import json
 import json.encoder as json_encoder
 import logging
-import logging.handlers
 import queue
 import sys
 import threading
@@ -163,12 +162,17 @@ def configure_logging(
     return handler
 
 
-class _Enqueue(logging.handlers.QueueHandler):
+class _Enqueue(logging.Handler):
     """Queues records as they are: formatting (the decision lines of a whole operation) is
-    left to the output thread. The standard QueueHandler formats in the caller's thread."""
+    left to the output thread (``logging.handlers.QueueHandler`` formats in the caller's
+    thread, and importing ``logging.handlers`` costs the daemon ``pickle`` and ``socket``)."""
 
-    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
-        return record
+    def __init__(self, records: queue.SimpleQueue[logging.LogRecord | None]) -> None:
+        super().__init__()
+        self._records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._records.put(record)
 
 
 class BackgroundOutput:

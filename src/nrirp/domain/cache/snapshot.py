@@ -19,7 +19,7 @@ from cattrs.errors import ForbiddenExtraKeysError
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from nrirp.domain.cpuset import CPUSet, CPUSetError, structure_cpuset, unstructure_cpuset
-from nrirp.domain.model import Container, LinuxResources, PendingChanges, Pod
+from nrirp.domain.model import Container, LinuxResources, Mount, PendingChanges, Pod
 
 SNAPSHOT_VERSION = 1
 
@@ -88,6 +88,26 @@ def _make_converter() -> cattrs.Converter:
 
 
 _CONVERTER = _make_converter()
+
+_MOUNTS: dict[Mount, dict[str, Any]] = {}
+_MOUNTS_KEPT = 4096
+_unstructure_mount_fields: Callable[[Mount], dict[str, Any]] = make_dict_unstructure_fn(
+    Mount, _CONVERTER, _cattrs_omit_if_default=True
+)
+
+
+def _unstructure_mount(mount: Mount) -> dict[str, Any]:
+    """One form per distinct mount, shared by every container that has it (``/proc``,
+    ``/sys`` ... in each of hundreds; the forms are never modified)."""
+    form = _MOUNTS.get(mount)
+    if form is None:
+        if len(_MOUNTS) >= _MOUNTS_KEPT:
+            _MOUNTS.clear()
+        form = _MOUNTS[mount] = _unstructure_mount_fields(mount)
+    return form
+
+
+_CONVERTER.register_unstructure_hook(Mount, _unstructure_mount)
 
 
 def unstructure_snapshot(snapshot: Snapshot) -> dict[str, Any]:
