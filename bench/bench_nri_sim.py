@@ -18,11 +18,20 @@ Modes (default: both):
           one 4 MiB message; ``--full-objects`` uses kubelet-like ones (about 3 KB each, far too
           big for a whole sync: that run reports the failure, as containerd 1.7 would fail).
 
+  daemon  ``nrirp run --policy topology-aware`` as the plugin (``--machine``'s fake sysfs tree,
+          its default configuration, a fresh state directory): Synchronize of ``--pods`` x
+          ``--per-pod`` running containers of mixed QoS with small requests (BestEffort,
+          Burstable 10m, Guaranteed 20m in turn), whole (NRI v0.6.1) and chunked (v0.12.2), then
+          ``--after`` (default 200) pods created one after another: their CreateContainer round
+          trips (journal), the first 20 and the rest, to show whether the sync leaves the
+          daemon slow. Prints the daemon's peak RSS (VmHWM) per run.
+
 Examples:
   .venv/bin/python bench/bench_nri_sim.py
   .venv/bin/python bench/bench_nri_sim.py --mode create --calls 20000
   .venv/bin/python bench/bench_nri_sim.py --mode sync --repeat 5 --chunk-limit 262144
   .venv/bin/python bench/bench_nri_sim.py --mode sync --full-objects
+  .venv/bin/python bench/bench_nri_sim.py --mode daemon --full-objects --repeat 3
 
 Output: plain text on stdout, times in microseconds (create) or milliseconds (sync).
 """
@@ -198,6 +207,139 @@ async def bench_sync(args: argparse.Namespace, directory: Path) -> None:
         )
 
 
+DAEMON_NAME = "90-resource-manager"
+
+
+def mixed_resources(n: int) -> Resources:
+    """BestEffort, Burstable 10m, Guaranteed 20m in turn (5,000 fit on 112 CPUs)."""
+    kind = n % 3
+    if kind == 0:
+        return Resources()
+    if kind == 1:
+        return Resources.of(requests={"cpu": "10m", "memory": "16Mi"}, limits={"memory": "32Mi"})
+    return Resources.of(
+        requests={"cpu": "20m", "memory": "32Mi"}, limits={"cpu": "20m", "memory": "32Mi"}
+    )
+
+
+def vmhwm_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def start_daemon(
+    sock: Path, tree: Path, state: Path, log: Path, probe: Path | None
+) -> subprocess.Popen[bytes]:
+    """``nrirp run`` (under ``bench/tail_probe.py`` writing ``probe`` when given)."""
+    head = [sys.executable, "-m", "nrirp"]
+    if probe is not None:
+        head = [sys.executable, str(SCRIPT.parent / "tail_probe.py"), "--out", str(probe), "--"]
+    argv = [
+        *head, "run", "--policy", "topology-aware",
+        "--sysfs-root", str(tree), "--state-dir", str(state), "--nri-socket", str(sock),
+        "--cgroup-root", str(state.parent / "no-cgroups"), "--config-poll-interval", "0",
+        "--log-level", "warning",
+    ]  # fmt: skip
+    (state.parent / "no-cgroups").mkdir(exist_ok=True)
+    with log.open("wb") as out:
+        return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=out)
+
+
+async def one_daemon_sync(
+    version: str, chunk_limit: int | None, args: argparse.Namespace, style: ObjectStyle, run: Path
+) -> tuple[float, list[int], list[float], int, str | None]:
+    """Populate a runtime, start the daemon; (sync ms, message sizes, create round trips us
+    after it, daemon peak RSS KiB, failure)."""
+    options = {"sync_size_limit": chunk_limit} if chunk_limit else {}
+    sock = run / "nri.sock"
+    async with SimRuntime(
+        socket_path=sock, nri_version=version, style=style, request_timeout=60.0, **options
+    ) as rt:
+        serial = 0
+        for p in range(args.pods):
+            containers = []
+            for i in range(args.per_pod):
+                containers.append(ContainerSpec(f"c{i}", mixed_resources(serial)))
+                serial += 1
+            await rt.run_pod(PodSpec(f"pod{p}", containers=containers))
+        probe = args.probe and args.probe.with_name(f"{args.probe.name}-{run.name}.json")
+        daemon = start_daemon(sock, args.tree, run / "state", run / "daemon.log", probe)
+        try:
+            await rt.journal.wait_for(
+                lambda: any(
+                    e.plugin == DAEMON_NAME
+                    and e.kind in (PluginEventKind.SYNCHRONIZED, PluginEventKind.REJECTED)
+                    for e in rt.journal.events
+                ),
+                timeout=180,
+            )
+            events = {e.kind: e for e in rt.journal.events if e.plugin == DAEMON_NAME}
+            syncs = list(rt.journal.calls_to(DAEMON_NAME, "Synchronize"))
+            sizes = [c.request.ByteSize() for c in syncs if c.request is not None]
+            if PluginEventKind.REJECTED in events:
+                return (
+                    0.0,
+                    sizes,
+                    [],
+                    vmhwm_kib(daemon.pid),
+                    events[PluginEventKind.REJECTED].detail,
+                )
+            took = events[PluginEventKind.SYNCHRONIZED].at - events[PluginEventKind.CONFIGURED].at
+            before = len(list(rt.journal.calls_to(DAEMON_NAME, "CreateContainer")))
+            for n in range(args.after):
+                await rt.run_pod(
+                    PodSpec(f"after{n}", containers=[ContainerSpec("c", mixed_resources(n))])
+                )
+            creates = [
+                c.duration * 1e6
+                for c in list(rt.journal.calls_to(DAEMON_NAME, "CreateContainer"))[before:]
+                if c.outcome is CallOutcome.OK
+            ]
+            return took * 1e3, sizes, creates, vmhwm_kib(daemon.pid), None
+        finally:
+            daemon.terminate()
+            daemon.wait(30)
+
+
+async def bench_daemon(args: argparse.Namespace, directory: Path) -> None:
+    from nrirp.adapters.fakehw import load_machine, resolve, write_sysfs
+
+    args.tree = directory / "sys"
+    write_sysfs(resolve(load_machine(args.machine), args.machine), args.tree)
+    style = ObjectStyle() if args.full_objects else ObjectStyle.bare()
+    total = args.pods * args.per_pod
+    kind = "kubelet-like" if args.full_objects else "bare"
+    print(
+        f"nrirp run --policy topology-aware on {args.machine}: Synchronize of {args.pods} pods, "
+        f"{total} containers ({kind} objects), then {args.after} pods created:"
+    )
+    variants = [
+        ("whole (NRI v0.6.1)", "v0.6.1", None),
+        (f"chunked (NRI v0.12.2, {args.chunk_limit} B limit)", "v0.12.2", args.chunk_limit),
+    ]
+    for label, version, limit in variants:
+        for n in range(args.repeat):
+            run = directory / f"daemon-{version}-{n}"
+            run.mkdir()
+            took, sizes, creates, hwm, failure = await one_daemon_sync(
+                version, limit, args, style, run
+            )
+            if failure is not None:
+                print(f"  {label}: FAILED: {failure} (daemon peak RSS {hwm / 1024:.0f} MiB)")
+                break
+            first, rest = creates[:20], creates[20:] or creates
+            print(
+                f"  {label}: sync {took:7.1f} ms in {len(sizes)} message(s) "
+                f"(largest {max(sizes) / (1 << 20):.2f} MiB); creates after it: first 20 "
+                f"p50 {percentile(first, 0.5):6.0f} us max {max(first):6.0f} us, the rest p50 "
+                f"{percentile(rest, 0.5):6.0f} us p99 {percentile(rest, 0.99):6.0f} us max "
+                f"{max(rest):6.0f} us; daemon peak RSS {hwm / 1024:.1f} MiB"
+            )
+
+
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-nri-sim-") as tmp:
         directory = Path(tmp)
@@ -205,11 +347,13 @@ async def main(args: argparse.Namespace) -> None:
             await bench_create(args.calls, args.warmup, directory)
         if args.mode in ("sync", "both"):
             await bench_sync(args, directory)
+        if args.mode == "daemon":
+            await bench_daemon(args, directory)
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mode", choices=("create", "sync", "both"), default="both")
+    parser.add_argument("--mode", choices=("create", "sync", "both", "daemon"), default="both")
     parser.add_argument("--calls", type=int, default=10_000)
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--pods", type=int, default=500)
@@ -217,6 +361,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--chunk-limit", type=int, default=1 << 20)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--full-objects", action="store_true")
+    parser.add_argument("--after", type=int, default=200, help="daemon mode: pods created after")
+    parser.add_argument("--machine", default="server-112-pmem", help="daemon mode: fake machine")
+    parser.add_argument(
+        "--probe", type=Path, help="daemon mode: run it under tail_probe.py, writing PROBE-*.json"
+    )
     parser.add_argument("--plugin", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--socket", help=argparse.SUPPRESS)
     return parser.parse_args()

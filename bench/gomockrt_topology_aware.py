@@ -16,7 +16,9 @@ Variants (``--variants``), each run on its own interleaved rounds:
 - ``fractional``: nrimockrt's defaults (Guaranteed 500m, Burstable 100m..500m): every
   container lands in a shared pool;
 - ``integer``: ``-cpu-request 250 -cpu-limit 1000`` (Guaranteed 1 CPU: exclusive CPUs sliced
-  out of the shared pools, whose other containers get updates; Burstable 250m..1000m).
+  out of the shared pools, whose other containers get updates; Burstable 250m..1000m);
+- ``small``: ``-cpu-request 50 -cpu-limit 100`` (Guaranteed 100m, Burstable 50m..100m): what
+  a large ``--sync`` (900 containers) fits in; with it the table also gives Synchronize.
 
 After the create phase nrimockrt dumps every live container's cpus/mems as it applied them
 (adjustments and updates); the script checks them against the fake machine: every container
@@ -27,10 +29,14 @@ at least one CPU (the reserved one: no pod here is in kube-system) used by none 
     .venv/bin/python bench/gomockrt_topology_aware.py                      # 5 rounds, 200 pods
     .venv/bin/python bench/gomockrt_topology_aware.py --rounds 7 --max-ratio 5
     .venv/bin/python bench/gomockrt_topology_aware.py --machine sparse-8s-4096 --rounds 1
+    .venv/bin/python bench/gomockrt_topology_aware.py --pods 500 --variants fractional
+    .venv/bin/python bench/gomockrt_topology_aware.py --sync 900 --pods 200 --variants small
 
-Prints, per variant, CreateContainer p50/p99 of both plugins (medians across rounds) and the
-ratio daemon/stub of the p50s; exits 1 if a ratio is above ``--max-ratio`` (target 5) or a
-cpuset check fails.
+Prints, per variant, CreateContainer p50/p99/max of both plugins (medians across rounds) and
+the ratio daemon/stub of the p50s, the Synchronize time of both, the daemon's peak RSS and
+the CreateContainer p50 per quarter of each run; exits 1 if a ratio is above ``--max-ratio``
+(target 5) or a cpuset check fails. ``--probe`` runs the daemon under ``bench/tail_probe.py``
+(where each slow request's time went: ``tail_probe.py --summary FILE``).
 """
 
 from __future__ import annotations
@@ -60,6 +66,8 @@ VARIANTS: dict[str, list[str]] = {
     "fractional": [],
     "integer": ["-cpu-request", "250", "-cpu-limit", "1000"],
 }
+SMALL = {"small": ["-cpu-request", "50", "-cpu-limit", "100"]}
+"""Not run unless asked (``--variants small``): for a large ``--sync``."""
 CONFIG = "reservedResources:\n  cpu: 750m\n"  # the reference Helm chart's default
 PERIOD = 100_000
 TREND = re.compile(r"^\s*CreateContainer\s+(\[1\].*)$", re.MULTILINE)
@@ -107,11 +115,22 @@ def event(run: dict[str, Any], name: str, key: str) -> float:
 
 
 def daemon_command(
-    policy: str, tree: Path, config: Path, state: Path, cgroups: Path, log: Path
+    policy: str,
+    tree: Path,
+    config: Path,
+    state: Path,
+    cgroups: Path,
+    log: Path,
+    probe: Path | None = None,
 ) -> str:
-    """``nrirp run`` with the policy on the fake machine (``%s`` stands for the socket)."""
+    """``nrirp run`` with the policy on the fake machine (``%s`` stands for the socket); under
+    ``bench/tail_probe.py`` writing ``probe`` when given."""
+    head = [sys.executable, "-m", "nrirp"]
+    if probe is not None:
+        head = [sys.executable, str(Path(__file__).with_name("tail_probe.py")), "--out", str(probe)]
+        head.append("--")
     argv = [
-        sys.executable, "-m", "nrirp", "run",
+        *head, "run",
         "--policy", policy,
         "--sysfs-root", str(tree),
         "--config-file", str(config),
@@ -198,7 +217,9 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=200)
     parser.add_argument("--sync", type=int, default=10, help="containers to synchronize")
     parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument(
+        "--variants", nargs="+", choices=[*VARIANTS, *SMALL], default=list(VARIANTS)
+    )
     parser.add_argument("--max-ratio", type=float, default=5.0, help="fail above this ratio")
     parser.add_argument(
         "--workdir", type=Path,
@@ -206,6 +227,9 @@ def main() -> int:
         "directory that keeps only the JSON outputs and logs)",
     )  # fmt: skip
     parser.add_argument("--policy", default="topology-aware", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--probe", action="store_true", help="run the daemon under tail_probe.py (slower)"
+    )
     args = parser.parse_args()
 
     bindir = build() / "bin"
@@ -227,9 +251,9 @@ def main() -> int:
     cgroup_root.mkdir(exist_ok=True)
 
     failures: list[str] = []
-    rows: list[tuple[str, float, float, float, float, float]] = []
+    rows: list[tuple[str, dict[str, float], dict[str, float], float]] = []
     for variant in args.variants:
-        extra = VARIANTS[variant]
+        extra = {**VARIANTS, **SMALL}[variant]
         runs: dict[str, list[dict[str, Any]]] = {"stub": [], "daemon": []}
         trends: list[str] = []
         warnings = 0
@@ -239,7 +263,15 @@ def main() -> int:
             daemon_log = workdir / f"nrirp-{label}.log"
             commands = {
                 "stub": f"{shlex.quote(str(bindir / 'nristub'))} -socket %s",
-                "daemon": daemon_command(args.policy, tree, config, state, cgroup_root, daemon_log),
+                "daemon": daemon_command(
+                    args.policy,
+                    tree,
+                    config,
+                    state,
+                    cgroup_root,
+                    daemon_log,
+                    workdir / f"probe-{label}.json" if args.probe else None,
+                ),
             }
             for plugin, command in commands.items():
                 run, stdout = nrimockrt_run(
@@ -257,16 +289,36 @@ def main() -> int:
                     failures += [f"{variant} round {round_number + 1}: {p}" for p in problems]
             print(f"{variant}: round {round_number + 1}/{args.rounds} done", file=sys.stderr)
 
-        stub_p50 = statistics.median(event(r, "CreateContainer", "p50_us") for r in runs["stub"])
-        stub_p99 = statistics.median(event(r, "CreateContainer", "p99_us") for r in runs["stub"])
-        daemon_p50 = statistics.median(
-            event(r, "CreateContainer", "p50_us") for r in runs["daemon"]
-        )
-        daemon_p99 = statistics.median(
-            event(r, "CreateContainer", "p99_us") for r in runs["daemon"]
-        )
-        ratio = daemon_p50 / stub_p50
-        rows.append((variant, stub_p50, stub_p99, daemon_p50, daemon_p99, ratio))
+        medians = {
+            plugin: {
+                key: statistics.median(event(r, "CreateContainer", f"{key}_us") for r in done)
+                for key in ("p50", "p99", "max")
+            }
+            for plugin, done in runs.items()
+        }
+        for plugin, done in runs.items():
+            medians[plugin]["sync"] = statistics.median(
+                event(r, "Synchronize", "p50_us") for r in done
+            )
+        ratio = medians["daemon"]["p50"] / medians["stub"]["p50"]
+        rss = [
+            r["plugin_proc_after"]["vmhwm_kib"]
+            for r in runs["daemon"]
+            if r.get("plugin_proc_after")
+        ]
+        rows.append((variant, medians["stub"], medians["daemon"], max(rss, default=0) / 1024))
+        for plugin, done in runs.items():
+            print(
+                f"{variant} {plugin} CreateContainer p50/p99/max per round (us): "
+                + "; ".join(
+                    "/".join(
+                        f"{event(r, 'CreateContainer', f'{k}_us'):.0f}"
+                        for k in ("p50", "p99", "max")
+                    )
+                    for r in done
+                ),
+                file=sys.stderr,
+            )
         if not ratio <= args.max_ratio:
             failures.append(f"{variant}: CreateContainer p50 ratio {ratio:.2f} > {args.max_ratio}")
 
@@ -295,14 +347,20 @@ def main() -> int:
 
     print(
         f"\n{args.machine}: {args.pods} live pods (-qos mix), sync {args.sync}, "
-        f"{args.rounds} interleaved rounds; CreateContainer, medians across rounds (us)"
+        f"{args.rounds} interleaved rounds; CreateContainer and Synchronize, medians across "
+        "rounds (us); daemon peak RSS, the highest of the rounds"
     )
     print(
-        f"  {'variant':<11}{'stub p50':>10}{'stub p99':>10}{'daemon p50':>12}{'daemon p99':>12}"
-        f"{'ratio p50':>11}"
+        f"  {'variant':<11}{'stub p50':>9}{'p99':>8}{'max':>8}{'daemon p50':>11}{'p99':>8}"
+        f"{'max':>8}{'ratio':>7}{'sync stub':>11}{'daemon':>9}{'ratio':>7}{'RSS MiB':>9}"
     )
-    for variant, s50, s99, d50, d99, ratio in rows:
-        print(f"  {variant:<11}{s50:>10.1f}{s99:>10.1f}{d50:>12.1f}{d99:>12.1f}{ratio:>11.2f}")
+    for variant, stub, daemon, rss_mib in rows:
+        print(
+            f"  {variant:<11}{stub['p50']:>9.0f}{stub['p99']:>8.0f}{stub['max']:>8.0f}"
+            f"{daemon['p50']:>11.0f}{daemon['p99']:>8.0f}{daemon['max']:>8.0f}"
+            f"{daemon['p50'] / stub['p50']:>7.2f}{stub['sync']:>11.0f}{daemon['sync']:>9.0f}"
+            f"{daemon['sync'] / stub['sync']:>7.2f}{rss_mib:>9.1f}"
+        )
     if args.workdir is None:
         # the sysfs tree (670 MB for sparse-8s-4096) and the state dirs; JSON and logs stay
         shutil.rmtree(tree.parent, ignore_errors=True)
