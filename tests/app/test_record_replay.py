@@ -197,3 +197,59 @@ def test_a_thousand_pod_lifecycles_replay_to_the_same_placements(
     assert len(theirs) > 1000
     assert decisions == theirs  # every placement, in order
     assert final_placements(steps) == placements
+
+
+def test_a_restarted_daemon_records_the_state_it_restored(tmp_path: Path, sysfs: Path) -> None:
+    """The daemon restarts on its saved state with containers still running: the recording
+    starts from that state and the runtime's Synchronize, and replays to where the daemon
+    put everything."""
+
+    async def main() -> tuple[Daemon, Placements]:
+        config = tmp_path / "config.yaml"
+        config.write_text(CONFIG)
+        options = RuntimeOptions(socket_path=str(tmp_path / "nri.sock"), style=ObjectStyle.bare())
+        runtime = await SimRuntime(options, keep_messages=False).start()
+        common = ("--config-file", str(config))
+        first = Daemon(tmp_path, sysfs, *common, policy="topology-aware")
+        try:
+            await runtime.wait_plugin(NAME, timeout=60)
+            await drive(runtime, lifecycles=12, live=6, seed=3)
+            first.proc.send_signal(signal.SIGTERM)
+            assert await first.wait_exit() == 0
+        finally:
+            first.kill()
+        await drive(runtime, lifecycles=3, live=8, seed=4)  # while no daemon runs
+        record = ("--record", str(tmp_path / "rec.yaml"))
+        second = Daemon(tmp_path, sysfs, *common, *record, policy="topology-aware")
+        try:
+            # wait for the Synchronize of the restarted daemon's connection
+            await second.wait_for("^synchronized with the runtime", timeout=60)
+            await drive(runtime, lifecycles=10, live=6, seed=5)
+            await asyncio.sleep(0.3)
+            placements = {
+                c.id: (_text(c.resources.cpus), _text(c.resources.mems))
+                for c in runtime.containers()
+            }
+            second.proc.send_signal(signal.SIGTERM)
+            assert await second.wait_exit() == 0
+        finally:
+            second.kill()
+            await runtime.close()
+        return second, placements
+
+    daemon, placements = arun(main, timeout=300)
+    workload = load_workload(str(tmp_path / "rec.yaml"))
+    assert workload.recording is not None and workload.recording.state is not None
+    assert workload.steps[0].kind == "synchronize"
+    steps, decisions = replayed(tmp_path / "rec.yaml")
+    assert [s.number for s in steps if not s.as_expected] == []
+    assert decisions == daemon_decisions(daemon)
+    assert final_placements(steps) == placements
+
+
+def test_a_recording_that_cannot_be_made_stops_the_start(tmp_path: Path, sysfs: Path) -> None:
+    from tests.app.test_run import run_sync
+
+    daemon = run_sync(["--record", str(tmp_path / "no" / "rec.yaml")], tmp_path, sysfs)
+    assert daemon.proc.returncode == 2, daemon.text()
+    assert f"cannot record to {tmp_path}/no/rec.yaml" in daemon.text()

@@ -25,6 +25,8 @@ NOT_FOR_REGISTRATION = (
     "nrirp.adapters.fakehw",
     "nrirp.domain.policies.topology_aware",
     "nrirp.domain.policies.balloons",
+    "nrirp.adapters.recording",  # nrirp run --record only
+    "msgspec",
     "lightkube",
     "prometheus_client",
     "grpc",
