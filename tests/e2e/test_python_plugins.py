@@ -471,7 +471,7 @@ def test_plugins_reconnect_and_resync_after_containerd_restart(
 
     fresh_containerd.stop()
     for plugin in (logger, pinner):
-        plugin.wait_for_line(r"connection to the runtime lost .*; reconnecting in")
+        plugin.wait_for_line(r"connection to the runtime lost .*; reconnecting")
     fresh_containerd.start()
     first, second = wait_sessions(logger.log_text, synchronized(2))
     wait_count(pinner, r"synchronized \d+ containers", 2)
