@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from nrirp.adapters.fakehw import expected_machine, spec_from_yaml
 from nrirp.adapters.fakehw.catalogue import machine_names
 from nrirp.domain.config import BurstableLevel
 from nrirp.domain.cpuset import CPUSet
@@ -14,7 +15,7 @@ from nrirp.domain.policies.topology_aware.pools import (
 )
 from nrirp.domain.topology import CPU, CacheGroup, CacheType, Machine, NumaNode
 
-from .support import GiB, catalogue
+from .support import GiB, anno, catalogue, make_rig
 
 
 def shape(name: str) -> list[tuple[str, str, str, str]]:
@@ -187,3 +188,59 @@ def test_hops_between_related_pools_only() -> None:
     root, s0, n0, n1 = tree.pools[0], tree.pools[1], tree.pools[2], tree.pools[3]
     assert n0.hops_to(n0) == 0 and n0.hops_to(s0) == 1 and n0.hops_to(root) == 2
     assert root.hops_to(n1) == 2 and n0.hops_to(n1) is None
+
+
+# Two sockets: socket 0 has a DRAM node (0) and a memory-less CPU node (1), socket 1 one DRAM
+# node (2); the PMEM node 3 hangs off the memory-less node 1, the PMEM node 4 off node 2.
+_PMEM_BEHIND_MEMORYLESS_NODE = """
+name: pmem-behind-memoryless-node
+explicit:
+  nodes:
+    - {id: 0, package: 0, memory: 8Gi, cores: [{id: 0, cpus: "0"}, {id: 1, cpus: "1"}]}
+    - {id: 1, package: 0, memory: 0, cores: [{id: 2, cpus: "2"}, {id: 3, cpus: "3"}]}
+    - {id: 2, package: 1, memory: 8Gi, cores: [{id: 4, cpus: "4"}, {id: 5, cpus: "5"}]}
+memory_nodes:
+  - {memory: 64Gi, nearest: 1, type: pmem}
+  - {memory: 64Gi, nearest: 2, type: pmem}
+"""
+
+
+def test_memory_only_node_behind_a_memoryless_cpu_node_joins_the_pools_of_its_cpus() -> None:
+    m = expected_machine(spec_from_yaml(_PMEM_BEHIND_MEMORYLESS_NODE))
+    assert m.closest_cpu_node_set(3) == CPUSet.of(1)
+    tree = build_pool_tree(m, m.online)
+    # node 1 has no pool of its own (no memory): its CPUs, and the PMEM behind them, are
+    # socket #0's
+    assert [(p.name, str(p.cpus), str(p.mems)) for p in tree.pools] == [
+        ("root", "0-5", "0,2-4"),
+        ("socket #0", "0-3", "0,3"),
+        ("socket #1", "4-5", "2,4"),
+    ]
+
+
+def test_memory_only_node_behind_a_memoryless_socket_is_in_its_pools() -> None:
+    spec = """
+name: memoryless-socket
+explicit:
+  nodes:
+    - {id: 0, package: 0, memory: 8Gi, cores: [{id: 0, cpus: "0"}, {id: 1, cpus: "1"}]}
+    - {id: 1, package: 1, memory: 0, cores: [{id: 2, cpus: "2"}, {id: 3, cpus: "3"}]}
+memory_nodes:
+  - {memory: 64Gi, nearest: 1, type: pmem}
+"""
+    m = expected_machine(spec_from_yaml(spec))
+    tree = build_pool_tree(m, m.online)
+    assert [(p.name, str(p.mems)) for p in tree.pools] == [
+        ("root", "0,2"),
+        ("socket #0", "0"),
+        ("socket #1", "2"),  # DRAM requests placed there are covered by node 0 (pool_nodes)
+    ]
+
+
+def test_memory_behind_a_memoryless_cpu_node_is_offered_to_containers_on_its_cpus() -> None:
+    rig = make_rig(expected_machine(spec_from_yaml(_PMEM_BEHIND_MEMORYLESS_NODE)))
+    _, ctr, _ = rig.run(
+        "pm", "Guaranteed", cpu=2000, memory=GiB, annotations=anno("memory-type", "mixed")
+    )
+    assert rig.pool(ctr) == "socket #0"
+    assert rig.mems(ctr) == CPUSet.parse("0,3")

@@ -5,14 +5,15 @@ Levels, top down: a virtual ``root`` (only with more than one socket), ``socket 
 add nothing: a die that is the only one of its package or that equals a cluster, a NUMA node that
 is the only child of its parent (or has no memory), an L3 level unless a pool holds more than one
 L3 cache. A parent holds the union of its children's CPUs and memory. CPU-less memory nodes
-(PMEM, HBM, CXL) belong to the pools of their closest CPU node (of each, when several are
-equally close); CPU-less DRAM nodes to the top.
+(PMEM, HBM, CXL) belong to the pools holding the CPUs of their closest CPU node (of each, when
+several are equally close; also when that node has no memory, hence no pool, of its own);
+CPU-less DRAM nodes to the top.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import attrs
 
@@ -209,20 +210,28 @@ class _Builder:
             for cpu_node in closest:
                 attached.setdefault(cpu_node, []).append(node.id)
         for pool in self.pools:
-            ids: list[int] = []
+            own: list[int] = []
+            behind: list[int] = []
             for node in cpu_nodes.values():
-                if node.cpus & pool.cpus and node.memory_bytes > 0:
-                    ids.append(node.id)
-                    ids.extend(attached.get(node.id, ()))
+                if node.cpus & pool.cpus:
+                    if node.memory_bytes > 0:
+                        own.append(node.id)
+                    # attached even when the CPU node has no memory of its own (its CPUs
+                    # are then in its parent's pools), or that memory would be in no pool
+                    behind.extend(attached.get(node.id, ()))
+            ids = own + behind
             if not ids:
-                # CPUs only on memory-less nodes: use the closest nodes that have memory
-                ids = [n for n in self._nearest_memory(pool.cpus) if m.nodes[n].memory_bytes > 0]
+                # CPUs only on memory-less nodes: use the closest node that has memory
+                ids = self._nearest_memory(pool.cpus)
             pool.mems = CPUSet.from_ids(ids)
         top.mems = top.mems | CPUSet.from_ids(extra_top)
 
-    def _nearest_memory(self, cpus: CPUSet) -> Sequence[int]:
-        node = self.machine.node_of(cpus.min())
-        return [n for n in self.machine.nodes_by_distance(node) if n != node][:1]
+    def _nearest_memory(self, cpus: CPUSet) -> list[int]:
+        m = self.machine
+        node = m.node_of(cpus.min())
+        return [n for n in m.nodes_by_distance(node) if n != node and m.nodes[n].memory_bytes > 0][
+            :1
+        ]
 
     def finish(self, top: Pool) -> None:
         m = self.machine
