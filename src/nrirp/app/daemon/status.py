@@ -167,6 +167,8 @@ def _balloon(balloon: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _pool(pool: Mapping[str, Any]) -> dict[str, Any]:
+    from nrirp.app.placement.description import grant_label  # imported by the report already
+
     grants = pool.get("grants") or {}
     return {
         "name": pool.get("name", ""),
@@ -176,5 +178,5 @@ def _pool(pool: Mapping[str, Any]) -> dict[str, Any]:
         "reserved": pool.get("reserved", ""),
         "isolated": pool.get("isolated", ""),
         "mems": pool.get("mems", ""),
-        "containers": sorted(str(g.get("container", cid)) for cid, g in grants.items()),
+        "containers": sorted(grant_label(cid, g) for cid, g in grants.items()),
     }

@@ -47,13 +47,24 @@ def reserved_cpus(description: Mapping[str, Any], groups: tuple[Group, ...] = ()
     return reserved
 
 
+def grant_label(container_id: Any, grant: Any) -> str:
+    """``namespace/pod/container`` of a pool's grant (``describe()["pools"][i]["grants"]``,
+    keyed by container id): from its ``namespace``, ``pod`` and ``container`` (the name), or,
+    described before those keys, its ``container`` (then the label); the id when neither."""
+    if not isinstance(grant, Mapping):
+        return str(container_id)
+    name = grant.get("container", container_id)
+    if "pod" not in grant:  # the former form: "container" was the label
+        return str(name)
+    if not grant["pod"]:  # a container of no known pod: named by itself, as policies do
+        return str(name)
+    return f"{grant.get('namespace', '')}/{grant['pod']}/{name}"
+
+
 def _pool(data: Mapping[str, Any]) -> tuple[Group, list[str]]:
     grants = data.get("grants")
     grants = grants if isinstance(grants, Mapping) else {}
-    labels = [
-        str(g.get("container", cid)) if isinstance(g, Mapping) else str(cid)
-        for cid, g in grants.items()
-    ]
+    labels = [grant_label(cid, g) for cid, g in grants.items()]
     parent = data.get("parent")
     group = Group(
         name=str(data.get("name", "")),

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nrirp.adapters.nri.resmgr.translate import adjustment_from_pb
+from nrirp.app.placement.description import grant_label
 from nrirp.app.simulator.results import BalloonView, PoolView
 from nrirp.domain.model import HostChange, IOPriority, Scheduling
 from nrirp.simruntime import ContainerStatus
@@ -24,10 +25,7 @@ def pool_views(description: Mapping[str, Any]) -> tuple[PoolView, ...]:
 def _pool_view(data: Mapping[str, Any]) -> PoolView:
     grants = data.get("grants")
     grants = grants if isinstance(grants, Mapping) else {}
-    labels = {
-        str(cid): str(g.get("container", cid)) if isinstance(g, Mapping) else str(cid)
-        for cid, g in grants.items()
-    }
+    labels = {str(cid): grant_label(cid, g) for cid, g in grants.items()}
     parent = data.get("parent")
     return PoolView(
         name=str(data.get("name", "")),

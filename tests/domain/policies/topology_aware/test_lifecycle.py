@@ -224,8 +224,14 @@ def test_topology_zones_metrics_and_describe() -> None:
     )
     assert samples[("nri_policy_topologyaware_zone_container_count", (("zone", "root"),))] == 2
     described = rig.manager.describe()
-    grants = {cid for p in described["pools"] for cid in p["grants"]}
+    grants = {cid: grant for p in described["pools"] for cid, grant in p["grants"].items()}
     assert g.id in grants and described["reserved"] == "0"
+    # named as everywhere (docs/core.md): the container's namespace, pod and name
+    assert {k: grants[g.id][k] for k in ("namespace", "pod", "container")} == {
+        "namespace": "default",
+        "pod": "g",
+        "container": g.name,
+    }
 
 
 def _shared_fits(rig: object) -> None:

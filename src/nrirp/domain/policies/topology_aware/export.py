@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nrirp.domain.policies.topology_aware.allocations import Allocations
+from nrirp.domain.policies.topology_aware.grants import Grant
 from nrirp.domain.policies.topology_aware.pools import Pool, PoolKind
 from nrirp.domain.policy import MetricSample, TopologyZone, ZoneAttribute, ZoneResource
 
@@ -107,10 +108,7 @@ def describe(alloc: Allocations) -> Mapping[str, Any]:
                 "isolated": str(supply.isolated[pool.id]),
                 "shared_granted_mcpu": supply.shared_granted[pool.id],
                 "reserved_granted_mcpu": supply.reserved_granted[pool.id],
-                "grants": {
-                    cid: alloc.grants[cid].describe() | {"container": alloc.grants[cid].label}
-                    for cid in by_pool.get(pool.id, [])
-                },
+                "grants": {cid: _grant(alloc.grants[cid]) for cid in by_pool.get(pool.id, [])},
             }
         )
     return {
@@ -121,3 +119,14 @@ def describe(alloc: Allocations) -> Mapping[str, Any]:
         "memory_limit": res.memory_limit,
         "pools": pools,
     }
+
+
+def _grant(grant: Grant) -> dict[str, object]:
+    """A grant as described, keyed by container id: the container's ``namespace``, ``pod``
+    and ``container`` (its name; docs/core.md's vocabulary), then what it holds."""
+    parts = grant.label.split("/", 2)
+    if len(parts) == 3:
+        namespace, pod, name = parts
+    else:  # a container of no known pod: its label is its name (or id)
+        namespace, pod, name = grant.namespace, "", grant.label
+    return {"namespace": namespace, "pod": pod, "container": name} | grant.describe()
