@@ -1,6 +1,6 @@
 """Memory as the pools see it: each pool's nodes and capacity per memory type, whether a
-request's memory fits a pool without widening anyone, and the bytes granted within and around
-each pool.
+request's memory fits a pool without widening anyone, and the bytes granted in zones meeting
+each pool's memory.
 
 The facts of a pool (nodes, capacity) never change for a configuration and are memoized here;
 the usage counters change with every grant and are kept by :meth:`MemoryView.count`.
@@ -66,8 +66,6 @@ class MemoryView:
             present - {MemoryType.HBM}
         ) or frozenset(present)
         """Types of a request that names none: every type present but HBM (HBM if alone)."""
-        self.pool_usage: list[int] = [0] * len(tree.pools)
-        """Bytes of grants whose memory zone lies within each pool's memory, by pool id."""
         self.pool_touch: list[int] = [0] * len(tree.pools)
         """Bytes of grants whose memory zone meets each pool's memory, by pool id."""
         self._typed_nodes: dict[frozenset[MemoryType], CPUSet] = {}
@@ -75,7 +73,7 @@ class MemoryView:
         self._pool_nodes: dict[tuple[int, frozenset[MemoryType]], CPUSet] = {}
         self._roomy: dict[tuple[frozenset[MemoryType], int], list[Pool]] = {}
         self._facts: dict[frozenset[MemoryType], list[PoolMemory]] = {}
-        self._zone_pools: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._zone_pools: dict[int, tuple[int, ...]] = {}
 
     # ------------------------------------------------------------------ facts
     def types_of(self, request: Request) -> frozenset[MemoryType]:
@@ -248,26 +246,18 @@ class MemoryView:
 
     # ------------------------------------------------------------------ usage
     def count(self, zone: CPUSet | None, size: int) -> None:
-        """Count ``size`` bytes (negative: uncount) in the pools whose memory holds or meets
-        ``zone``."""
+        """Count ``size`` bytes (negative: uncount) in the pools whose memory meets ``zone``."""
         if zone is None or not size:
             return
-        within, meeting = self._zone_pools_of(zone)
-        usage, touch = self.pool_usage, self.pool_touch
-        for pid in within:
-            usage[pid] += size
-        for pid in meeting:
+        touch = self.pool_touch
+        for pid in self._zone_pools_of(zone):
             touch[pid] += size
 
-    def _zone_pools_of(self, zone: CPUSet) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """(pools whose memory holds ``zone``, pools whose memory meets it), by id."""
+    def _zone_pools_of(self, zone: CPUSet) -> tuple[int, ...]:
+        """The pools whose memory meets ``zone``, by id."""
         bits = zone.bits
         found = self._zone_pools.get(bits)
         if found is None:
-            pools = self.tree.pools
-            found = (
-                tuple(p.id for p in pools if bits & ~p.mems.bits == 0),
-                tuple(p.id for p in pools if bits & p.mems.bits),
-            )
+            found = tuple(p.id for p in self.tree.pools if bits & p.mems.bits)
             self._zone_pools[bits] = found
         return found
