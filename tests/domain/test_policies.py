@@ -1,16 +1,22 @@
 from __future__ import annotations
 
 import json
+from typing import Any, ClassVar
 
+import attrs
 import pytest
 
 from nrirp.adapters.documents import load_policy_config
-from nrirp.adapters.memory import InMemoryStateStore, RecordingRuntimeUpdates
+from nrirp.adapters.memory import (
+    InMemoryStateStore,
+    RecordingDecisionLog,
+    RecordingRuntimeUpdates,
+)
 from nrirp.domain.config import PolicyConfig, TemplatePolicySpec
 from nrirp.domain.model import ContainerState, LinuxResources
 from nrirp.domain.pipeline import DefaultConfigCodec, OperationFailedError, ResourceManager
 from nrirp.domain.policies import NonePolicy, TemplatePolicy, builtin_registry
-from nrirp.domain.policy import Policy, PolicyEvent, UnknownPolicyError
+from nrirp.domain.policy import Policy, PolicyEvent, PolicyRegistry, UnknownPolicyError
 
 from .support import make_container, make_pod, small_machine
 
@@ -109,6 +115,37 @@ def test_real_config_survives_a_restart() -> None:
     second.start()
     assert second.config == template_config()
     assert [p.name for p in second.pods()] == ["pod0"]
+
+
+@attrs.frozen
+class _OwnSpec:
+    greeting: str = "hello"
+    limit: int = 1
+
+
+class _OwnPolicy(TemplatePolicy):
+    name: ClassVar[str] = "own"
+    description: ClassVar[str] = "a policy the built-in registry does not know"
+    config_type: ClassVar[type[Any] | None] = _OwnSpec
+
+
+def test_a_policy_outside_the_registry_gets_its_saved_config_back_without_a_codec() -> None:
+    registry = PolicyRegistry()
+    registry.register(_OwnPolicy)
+    config = load_policy_config("own", {"greeting": "hi", "limit": 3}, registry)
+    store = InMemoryStateStore()
+    first = ResourceManager(policy=_OwnPolicy(), machine=small_machine(), store=store)
+    first.start(config)
+    first.run_pod(make_pod())
+    saved = json.loads(store.raw or "{}")["config"]
+    assert (saved["greeting"], saved["limit"]) == ("hi", 3)
+    log = RecordingDecisionLog()
+    second = ResourceManager(
+        policy=_OwnPolicy(), machine=small_machine(), store=store, decisions=log
+    )
+    second.start()
+    assert [n.message for n in log.notices] == []
+    assert second.config == config
 
 
 def test_default_codec_round_trip() -> None:

@@ -8,10 +8,13 @@ from typing import Any, Protocol
 from nrirp.domain.config import (
     PolicyConfig,
     PolicySpecs,
+    SpecRegistration,
     load_policy_config,
     unstructure_policy_config,
 )
 from nrirp.domain.config.derived import PerConfig
+from nrirp.domain.config.registry import builtin_specs
+from nrirp.domain.policy import Policy
 
 
 class ConfigCodec(Protocol):
@@ -30,6 +33,13 @@ class DefaultConfigCodec:
         self._specs = specs
         self._dump = PerConfig(unstructure_policy_config)
 
+    @classmethod
+    def for_policy(cls, policy: Policy) -> DefaultConfigCodec:
+        """The codec of a resource manager given none: ``policy``'s configurations load with
+        its own ``config_type`` (it may be in no registry), other policies' with the
+        built-ins'."""
+        return cls(_PolicyFirst(policy))
+
     def dump(self, config: PolicyConfig) -> Mapping[str, Any]:
         """The document form of ``config``, made once per configuration (a dump made ahead,
         off the pipeline, is the one the reconfigure saves). Callers must not modify it."""
@@ -37,3 +47,22 @@ class DefaultConfigCodec:
 
     def load(self, policy: str, document: Mapping[str, Any]) -> PolicyConfig:
         return load_policy_config(policy, document, self._specs)
+
+
+class _PolicyFirst:
+    """The spec registrations of the built-in policies, with ``policy``'s own in its name's
+    place (the registration a policy registry would make of it, without a kind: snapshots
+    hold bare specs)."""
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
+        self._name = policy.name
+
+    def spec_registration(self, policy: str) -> SpecRegistration | None:
+        if policy == self._name:
+            # checked when first needed: a spec class no registry would take fails the load
+            return SpecRegistration.checked(self._name, None, self._policy.config_type)
+        return builtin_specs().spec_registration(policy)
+
+    def names(self) -> list[str]:
+        return sorted({self._name, *builtin_specs().names()})

@@ -168,7 +168,7 @@ class ResourceManager:
             cache=self.cache,
             policy=policy,
             store=store,
-            codec=config_codec or DefaultConfigCodec(),
+            codec=config_codec or DefaultConfigCodec.for_policy(policy),
             notify=self._notify,
             on_saved=None if observer is None else observer.saved,
         )
