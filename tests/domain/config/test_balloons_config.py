@@ -186,6 +186,35 @@ def test_pct_rules() -> None:
     spec_of(RESERVED + "cpuClasses: [{name: hi, pctPriority: high, publishExtendedResource: true}]")
 
 
+def test_at_most_one_managed_high_and_one_managed_low_class() -> None:
+    spec = RESERVED + (
+        "cpuClasses:\n"
+        "  - {name: hi, pctPriority: high}\n"
+        "  - {name: lo, pctPriority: low}\n"
+        "  - {name: hi2, pctPriority: high}\n"
+        "  - {name: lo2, pctPriority: low}\n"
+        "  - {name: hi3, pctPriority: high}\n"
+    )
+    assert problems("balloons", spec) == [
+        (
+            "cpuClasses[2].pctPriority",
+            "invalid value 'high': cpuClasses[0] is already the managed high-priority class"
+            " (one managed class of each priority at most)",
+        ),
+        (
+            "cpuClasses[3].pctPriority",
+            "invalid value 'low': cpuClasses[1] is already the managed low-priority class"
+            " (one managed class of each priority at most)",
+        ),
+        (
+            "cpuClasses[4].pctPriority",
+            "invalid value 'high': cpuClasses[0] is already the managed high-priority class"
+            " (one managed class of each priority at most)",
+        ),
+    ]
+    spec_of(RESERVED + "cpuClasses: [{name: hi, pctPriority: high}, {name: lo, pctPriority: low}]")
+
+
 def test_duplicate_and_empty_type_names() -> None:
     spec = RESERVED + "balloonTypes: [{name: a}, {name: a}, {name: ''}]\n"
     assert problems("balloons", spec) == [

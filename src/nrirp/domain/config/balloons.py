@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import attrs
 
 from nrirp.domain.config.control import ControlConfig
-from nrirp.domain.config.cpu_class import CPUClass
+from nrirp.domain.config.cpu_class import CPUClass, PCTPriority
 from nrirp.domain.config.enums import (
     ComponentCreation,
     CoreTypePreference,
@@ -361,6 +361,20 @@ class BalloonsPolicySpec:
                         (*path, "publishExtendedResource"),
                         "not allowed without pctPriority (only PCT classes are published)",
                     )
+        first: dict[PCTPriority, int] = {}
+        for index, cls in enumerate(self.cpu_classes):
+            priority = cls.pct_priority
+            if priority is None:
+                continue
+            if priority in first:  # one CLOS per priority (0 high, 3 low): as the reference
+                yield (
+                    ("cpuClasses", index, "pctPriority"),
+                    f"invalid value {quote(priority.value)}: cpuClasses[{first[priority]}] is"
+                    f" already the managed {priority.value}-priority class (one managed class"
+                    " of each priority at most)",
+                )
+            else:
+                first[priority] = index
         if managed and assoc:
             yield (
                 ("cpuClasses", assoc[0], "sstClosID"),
