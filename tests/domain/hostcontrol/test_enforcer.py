@@ -27,7 +27,7 @@ from nrirp.domain.model import ContainerState, SchedulingPolicy
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.policies import BalloonsPolicy, TopologyAwarePolicy
 from nrirp.testing import fake_machine
-from tests.domain.policies.topology_aware.support import make_container, make_pod
+from tests.domain.policies.topology_aware.support import anno, make_container, make_pod
 
 MACHINE = fake_machine("server-112-pmem")
 BASE, TURBO = 2_700_000, 4_000_000
@@ -129,6 +129,24 @@ def test_topology_aware_classes_follow_exclusive_grants_and_go_back() -> None:
     assert h.irqs.affinity(40) == MACHINE.online  # back as it was
     h.manager.shutdown()
     assert h.power.restored == 1 and h.irqs.restored == 1
+
+
+def test_topology_aware_irq_affinity_annotation_is_kept_as_a_tag_and_steers_nothing() -> None:
+    # the reference inventory names the annotation's parts (claim/mask/mode), not their syntax
+    # or meaning: nrirp keeps the value and steers interrupts as it does without it
+    plain, annotated = start("topology-aware", {}), start("topology-aware", {})
+    tags = {}
+    for h, value in ((plain, None), (annotated, "claim: eth0-*")):
+        annotations = {} if value is None else anno("irq-affinity", value)
+        _, ctr, _ = h.run("g", 2000, guaranteed=True, annotations=annotations)
+        h.run("s", 100, annotations=annotations)
+        placed = h.manager.container(ctr.id)
+        assert placed is not None and placed.cpus is not None
+        tags[value] = placed.tags
+        assert h.irqs.affinity(40) == MACHINE.online - placed.cpus  # off the exclusive CPUs
+    assert tags["claim: eth0-*"]["topology-aware.irq-affinity"] == "claim: eth0-*"
+    assert "topology-aware.irq-affinity" not in tags[None]
+    assert annotated.irqs.applied == plain.irqs.applied
 
 
 def test_balloons_turbo_priority_and_idle_class() -> None:
