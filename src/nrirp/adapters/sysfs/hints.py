@@ -48,6 +48,7 @@ IGNORED_CONTAINER_PATHS = (
     "/usr/lib64/",
 )
 """Container paths whose mounts never give hints (configuration and library files)."""
+_SYSFS_DEVICES = HOST_SYSFS + "/devices/"
 _MAX_SLAVE_DEPTH = 4  # dm over md over partitions is as deep as it gets in practice
 _ATTR_LIMIT = 65536
 
@@ -74,7 +75,18 @@ class SysfsTopologyHints:
     # ------------------------------------------------------------------ the port
     def hints(self, container: Container) -> dict[str, TopologyHint]:
         found: dict[str, TopologyHint] = {}
+        resolve = self.resolve_host_paths
         for mount in container.mounts:
+            # the checks _mount_hints starts with, without a call: most mounts (/proc, /dev,
+            # bind mounts of small files) give nothing, and a Synchronize looks at thousands
+            source = mount.source
+            if not source.startswith(_SYSFS_DEVICES) and (
+                not resolve
+                or not source.startswith("/")
+                or "ro" in mount.options
+                or mount.destination.startswith(IGNORED_CONTAINER_PATHS)
+            ):
+                continue
             for hint in self._guard(self._mount_hints, mount):
                 found.setdefault(hint.provider, hint)
         for device in container.devices:
@@ -161,7 +173,7 @@ class SysfsTopologyHints:
     # ------------------------------------------------------------------ mounts
     def _mount_hints(self, mount: Mount) -> list[TopologyHint]:
         source = mount.source
-        if source.startswith(HOST_SYSFS + "/devices/"):
+        if source.startswith(_SYSFS_DEVICES):
             real = os.path.realpath(self.root + source[len(HOST_SYSFS) :])
             return self._tree_hints(real, HintOrigin.MOUNTS, source, 0)
         if not self.resolve_host_paths or not source.startswith("/"):

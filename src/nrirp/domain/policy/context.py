@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from nrirp.domain.cache import Cache
 from nrirp.domain.cpuset import CPUSet
@@ -16,6 +17,8 @@ from nrirp.domain.ports.timers import TimerHandle, Timers
 from nrirp.domain.ports.topology_hints import TopologyHintSource
 from nrirp.domain.topology import Machine
 from nrirp.domain.topology.hints import TopologyHint, select_hints
+
+_NO_HINTS: Mapping[str, TopologyHint] = MappingProxyType({})
 
 DecideFn = Callable[[Container, str, bool], None]
 NoticeFn = Callable[[str, Severity, "str | None"], None]
@@ -157,7 +160,7 @@ class PolicyContext:
         if cached is not None and cached[0] == container.mounts and cached[1] == container.devices:
             return cached[2]
         try:
-            found = dict(self._hints.hints(container))
+            found = dict(self._hints.hints(container)) or _NO_HINTS  # one empty for all
         except Exception as exc:  # the port must not raise; one container's hints are optional
             self._notify(f"topology hints unavailable: {exc}", Severity.WARNING, container.id)
             return {}

@@ -91,8 +91,9 @@ class Ledger:
         self._detached.pop(cid, None)
         grant = self._grant(plan, zone, cold_start_until)
         self._account(grant)
-        nodes = plan.memory.nodes if plan.memory is not None else None
-        self._moved(moved, f"{request.label} needs memory in NUMA nodes {nodes}")
+        if moved:  # the cause names a cpuset: written only when some zone moved
+            nodes = plan.memory.nodes if plan.memory is not None else None
+            self._moved(moved, f"{request.label} needs memory in NUMA nodes {nodes}")
         return grant
 
     def restore(

@@ -33,8 +33,26 @@ def _cpuset(text: str, field: str) -> CPUSet | None:
         raise TranslationError(f"invalid {field} {text!r}: {exc}") from None
 
 
+_KNOWN: dict[bytes, LinuxResources] = {}
+_KNOWN_KEPT = 1024
+"""Resources remembered by wire form; forgotten all at once when there are more. A runtime
+reports the same few settings (one per QoS class and size) for hundreds of containers: they
+share one immutable value, made once."""
+
+
 def resources_from_pb(pb: api_pb2.LinuxResources) -> LinuxResources:
     """The domain view of NRI resources (fields the domain does not model are dropped)."""
+    key = pb.SerializeToString()
+    known = _KNOWN.get(key)
+    if known is None:
+        known = _translated(pb)  # raises TranslationError: nothing remembered
+        if len(_KNOWN) >= _KNOWN_KEPT:
+            _KNOWN.clear()
+        _KNOWN[key] = known
+    return known
+
+
+def _translated(pb: api_pb2.LinuxResources) -> LinuxResources:
     fields: dict[str, Any] = {}
     if pb.HasField("cpu"):
         cpu = pb.cpu
