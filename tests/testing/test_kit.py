@@ -15,10 +15,12 @@ import pytest
 
 from nrirp.app.embed import KubernetesPod, OperationFailedError
 from nrirp.domain.cpuset import CPUSet
-from nrirp.domain.model import QOSClass
+from nrirp.domain.model import Device, Mount, QOSClass
 from nrirp.domain.topology import Machine
 from nrirp.testing import (
+    DeviceSpec,
     EngineHarness,
+    MountSpec,
     assert_disjoint,
     assert_exclusive,
     assert_on_one_node,
@@ -66,6 +68,27 @@ def test_builders_derive_qos_and_kubelet_settings_from_requests_and_limits() -> 
     assert kube.container("log", log.id, pod_id=web.id, memory_capacity=16 << 30) == log
 
 
+def test_builders_give_the_container_its_devices_and_mounts() -> None:
+    gpu = DeviceSpec("/dev/dri/card0", "c", 226, 0)
+    data = MountSpec("/data", "/mnt/nvme0/data")
+    built = pod(
+        "ml",
+        guaranteed("train", 2, "1Gi", devices=[gpu], mounts=[data]),
+        burstable("log", "100m", mounts=[MountSpec("/logs", "/var/log/ml", ("rbind", "ro"))]),
+        besteffort("idle"),
+    )
+    train = built.container("train", memory_capacity=16 << 30)
+    assert train.devices == (Device("/dev/dri/card0", "c", 226, 0),)
+    assert train.mounts == (Mount("/data", "/mnt/nvme0/data", "bind", ("rbind", "rprivate", "rw")),)
+    log = built.container("log", memory_capacity=16 << 30)
+    assert (log.devices, log.mounts) == (
+        (),
+        (Mount("/logs", "/var/log/ml", "bind", ("rbind", "ro")),),
+    )
+    idle = built.container("idle", memory_capacity=16 << 30)
+    assert (idle.devices, idle.mounts) == ((), ())
+
+
 def test_builders_are_deterministic_and_check_their_input() -> None:
     assert pod("a", besteffort("c")).sandbox == pod("a", besteffort("c")).sandbox
     assert pod("a", besteffort("c")).id != pod("a", besteffort("c"), namespace="x").id
@@ -100,6 +123,20 @@ def test_fake_machines_by_name_are_built_once() -> None:
 
 
 # ---------------------------------------------------------------------- the harness
+def test_a_device_given_to_a_builder_reaches_the_policys_topology_hints() -> None:
+    # server-4s-144's spec has a GPU (/dev/dri/card0) on socket 2, NUMA node 2
+    machine = fake_machine("server-4s-144")
+    engine = EngineHarness.build("topology-aware", machine="server-4s-144")
+    try:
+        gpu = DeviceSpec("/dev/dri/card0", "c", 226, 0)
+        running = engine.run(pod("ml", guaranteed("train", 2, "1Gi", devices=[gpu])))
+        cpus = engine.cpus(running["train"])
+        assert cpus is not None and len(cpus) == 2
+        assert cpus.issubset(machine.node_cpus(2))
+    finally:
+        engine.close()
+
+
 def test_the_harness_walks_the_lifecycle_and_records_everything() -> None:
     harness = EngineHarness.build("exclusive-cpus", policy_modules=[EXCLUSIVE])
     web = harness.run(pod("web", burstable("nginx", "500m", "256Mi"), namespace="shop"))

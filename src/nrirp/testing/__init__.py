@@ -3,7 +3,8 @@
 
 - Pods and containers from Kubernetes-style resources: :func:`pod`, :func:`container`,
   :func:`guaranteed`, :func:`burstable`, :func:`besteffort` (kubelet's arithmetic does the
-  rest: QoS class, shares, quota, memory limit, OOM score, cgroup paths).
+  rest: QoS class, shares, quota, memory limit, OOM score, cgroup paths); a container's device
+  nodes (:class:`DeviceSpec`) and volumes (:class:`MountSpec`), for topology hints.
 - Fake machines by catalogue name: :func:`fake_machine`.
 - An engine on a fake machine with recording adapters, walking pods through their
   lifecycle: :class:`EngineHarness` (``EngineHarness.build("topology-aware",
@@ -16,6 +17,7 @@
   ``nrirp_machine`` (machines by name) and ``nrirp_kit`` (this module).
 """
 
+from nrirp.domain.model.pod_spec import DeviceSpec, MountSpec
 from nrirp.testing.assertions import (
     assert_disjoint,
     assert_exclusive,
@@ -43,7 +45,9 @@ from nrirp.testing.machines import fake_machine, machine_names
 
 __all__ = [
     "ContainerRef",
+    "DeviceSpec",
     "EngineHarness",
+    "MountSpec",
     "PodUnderTest",
     "RunningPod",
     "assert_disjoint",

@@ -2,11 +2,13 @@
 
 A host agent (koordlet-style) often holds the Kubernetes ``Pod`` object of what its runtime
 hooks see. :class:`KubernetesPod` reads the parts that matter (metadata, init and regular
-containers with their requests and limits) and builds the :class:`~nrirp.domain.model.Pod` and
-:class:`~nrirp.domain.model.Container` the engine takes, with what kubelet would hand the
-runtime: QoS class, pod cgroup parent, CPU shares/quota/period, memory limit, hugepage limits,
-OOM score adjustment and cgroups path. The kubelet arithmetic is the domain's
-(:mod:`nrirp.domain.model.kubelet`), the one the simulated runtime uses too, so both agree exactly.
+containers with their requests and limits, their ``hostPath`` volume mounts) and builds the
+:class:`~nrirp.domain.model.Pod` and :class:`~nrirp.domain.model.Container` the engine takes,
+with what kubelet would hand the runtime: QoS class, pod cgroup parent, CPU shares/quota/period,
+memory limit, hugepage limits, OOM score adjustment, cgroups path, and the container spec's
+devices and volume mounts (what topology hints are made from). The kubelet arithmetic is the
+domain's (:mod:`nrirp.domain.model.kubelet`), the one the simulated runtime uses too, so both
+agree exactly.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from typing import Any
 import attrs
 
 from nrirp.domain.cpuset import CPUSet
-from nrirp.domain.model import Container, ContainerState, LinuxResources, Pod, QOSClass
+from nrirp.domain.model import (
+    Container,
+    ContainerState,
+    Device,
+    LinuxResources,
+    Mount,
+    Pod,
+    QOSClass,
+)
 from nrirp.domain.model.kubelet import (
     CgroupDriver,
     InvalidSpec,
@@ -29,7 +39,7 @@ from nrirp.domain.model.kubelet import (
     pod_qos,
     pod_totals,
 )
-from nrirp.domain.model.pod_spec import ContainerSpec, PodSpec
+from nrirp.domain.model.pod_spec import ContainerSpec, MountSpec, PodSpec
 
 
 class ManifestError(ValueError):
@@ -61,22 +71,90 @@ def _string(value: Any, path: str, default: str = "") -> str:
     return value
 
 
-def _containers(value: Any, path: str) -> list[ContainerSpec]:
+def _list(value: Any, path: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
         raise ManifestError(f"{path}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def _host_paths(value: Any, path: str) -> dict[str, str | None]:
+    """The pod's volumes by name: the host path of a ``hostPath`` volume, ``None`` for the
+    others (their host paths are kubelet's, not in the pod object)."""
+    out: dict[str, str | None] = {}
+    for index, item in enumerate(_list(value, path)):
+        where = f"{path}[{index}]"
+        doc = _mapping(item, where)
+        name = _string(doc.get("name"), f"{where}.name")
+        host = doc.get("hostPath")
+        out[name] = None
+        if host is not None:
+            where = f"{where}.hostPath.path"
+            out[name] = _absolute(_mapping(host, where).get("path"), where)
+    return out
+
+
+def _absolute(value: Any, path: str) -> str:
+    text = _string(value, path)
+    if not text.startswith("/") or "\x00" in text:
+        raise ManifestError(f"{path}: {text!r}: expected an absolute path")
+    return text
+
+
+_PROPAGATION = {"None": "rprivate", "HostToContainer": "rslave", "Bidirectional": "rshared"}
+"""A volume mount's ``mountPropagation`` as containerd's CRI plugin puts it in the options."""
+
+
+def _mounts(value: Any, path: str, volumes: Mapping[str, str | None]) -> list[MountSpec]:
+    """The bind mounts the runtime gets for the container's ``volumeMounts`` of ``hostPath``
+    volumes: the host path at ``mountPath``, options as containerd's CRI plugin writes them
+    (``rbind``, the propagation, ``ro``/``rw``). Mounts of other volumes and ``subPath``
+    mounts (kubelet bind-mounts those from its own directories) are left out."""
     out = []
-    for index, item in enumerate(value):
+    for index, item in enumerate(_list(value, path)):
+        where = f"{path}[{index}]"
+        doc = _mapping(item, where)
+        name = _string(doc.get("name"), f"{where}.name")
+        if name not in volumes:
+            raise ManifestError(f"{where}.name: no volume {name!r} in spec.volumes")
+        source = volumes[name]
+        if source is None or _string(doc.get("subPath"), f"{where}.subPath"):
+            continue
+        propagation = _string(doc.get("mountPropagation"), f"{where}.mountPropagation", "None")
+        if propagation not in _PROPAGATION:
+            known = ", ".join(_PROPAGATION)
+            raise ManifestError(
+                f"{where}.mountPropagation: {propagation!r}: expected one of {known}"
+            )
+        read_only = doc.get("readOnly", False)
+        if not isinstance(read_only, bool):
+            raise ManifestError(f"{where}.readOnly: expected a boolean, got {read_only!r}")
+        options = ("rbind", _PROPAGATION[propagation], "ro" if read_only else "rw")
+        destination = _absolute(doc.get("mountPath"), f"{where}.mountPath")
+        try:
+            out.append(MountSpec(destination, source, options))
+        except InvalidSpec as exc:
+            raise ManifestError(f"{where}: {exc}") from None
+    return out
+
+
+def _containers(
+    value: Any, path: str, volumes: Mapping[str, str | None] | None = None
+) -> list[ContainerSpec]:
+    out = []
+    for index, item in enumerate(_list(value, path)):
         where = f"{path}[{index}]"
         doc = _mapping(item, where)
         resources = _mapping(doc.get("resources"), f"{where}.resources")
+        mounts = _mounts(doc.get("volumeMounts"), f"{where}.volumeMounts", volumes or {})
         try:
             parsed = Resources.of(
                 _mapping(resources.get("requests"), f"{where}.resources.requests"),
                 _mapping(resources.get("limits"), f"{where}.resources.limits"),
             )
-            out.append(ContainerSpec(_string(doc.get("name"), f"{where}.name"), parsed))
+            name = _string(doc.get("name"), f"{where}.name")
+            out.append(ContainerSpec(name, parsed, mounts=mounts))
         except InvalidSpec as exc:
             raise ManifestError(f"{where}: {exc}") from None
     return out
@@ -101,17 +179,20 @@ class KubernetesPod:
     @classmethod
     def from_manifest(cls, manifest: Mapping[str, Any]) -> KubernetesPod:
         """Read a ``v1.Pod`` (as a mapping, e.g. parsed JSON/YAML): ``metadata.name``,
-        ``namespace``, ``uid``, ``labels``, ``annotations``, ``spec.runtimeClassName`` and
-        the name and ``resources`` of ``spec.initContainers`` and ``spec.containers``. Other
+        ``namespace``, ``uid``, ``labels``, ``annotations``, ``spec.runtimeClassName``, and
+        of ``spec.initContainers`` and ``spec.containers`` the name, ``resources`` and the
+        ``volumeMounts`` of ``spec.volumes``' ``hostPath`` volumes (a pod object lists no
+        device nodes: build a :class:`ContainerSpec` with ``devices`` for those). Other
         fields are ignored. Raises :class:`ManifestError` naming the path of a bad value."""
         root = _mapping(manifest, "<manifest>")
         meta = _mapping(root.get("metadata"), "metadata")
         spec = _mapping(root.get("spec"), "spec")
+        volumes = _host_paths(spec.get("volumes"), "spec.volumes")
         try:
             pod = PodSpec(
                 _string(meta.get("name"), "metadata.name"),
                 namespace=_string(meta.get("namespace"), "metadata.namespace", "default"),
-                containers=_containers(spec.get("containers"), "spec.containers"),
+                containers=_containers(spec.get("containers"), "spec.containers", volumes),
                 uid=_string(meta.get("uid"), "metadata.uid"),
                 labels=_string_map(meta.get("labels"), "metadata.labels"),
                 annotations=_string_map(meta.get("annotations"), "metadata.annotations"),
@@ -121,7 +202,8 @@ class KubernetesPod:
             raise ManifestError(str(exc)) from None
         if not pod.containers:
             raise ManifestError("spec.containers: a pod needs at least one container")
-        return cls(pod, tuple(_containers(spec.get("initContainers"), "spec.initContainers")))
+        inits = _containers(spec.get("initContainers"), "spec.initContainers", volumes)
+        return cls(pod, tuple(inits))
 
     @property
     def qos(self) -> QOSClass:
@@ -194,7 +276,9 @@ class KubernetesPod:
         runtime's pod sandbox id, :meth:`sandbox`'s) is ``pod_id``.
 
         ``memory_capacity`` is the node's memory in bytes (kubelet's OOM score adjustment of
-        Burstable containers depends on it; :attr:`Engine.memory_capacity` has it).
+        Burstable containers depends on it; :attr:`Engine.memory_capacity` has it). The
+        spec's ``devices`` and ``mounts`` (bind mounts of host paths) are the container's,
+        in order; not the mounts a runtime adds to every container (``/proc``, ...).
         ``sandbox_id`` is the former name of ``pod_id``, still accepted."""
         if (pod_id is None) == (sandbox_id is None):
             raise TypeError("give the pod's id as pod_id (or its former name sandbox_id), once")
@@ -221,6 +305,13 @@ class KubernetesPod:
             resources=resources,
             oom_score_adj=oom_score_adj(qos, spec.resources.memory_request, memory_capacity),
             cgroups_path=cgroups_path(parent, container_id, cgroup_driver),
+            mounts=tuple(
+                Mount(destination=m.destination, source=m.source, options=m.options)
+                for m in spec.mounts
+            ),
+            devices=tuple(
+                Device(path=d.path, type=d.type, major=d.major, minor=d.minor) for d in spec.devices
+            ),
             pid=pid,
         )
 
