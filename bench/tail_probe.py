@@ -11,7 +11,8 @@ Probes (timestamps from ``time.perf_counter``, written as JSON when the process 
   its handler task began (queueing on the event loop), when the reply was written, and the
   thread CPU time the handler used;
 - every garbage collection: generation, start, duration, objects collected (``gc.callbacks``);
-- every state-file write on the writer thread: start and duration (it competes for the GIL);
+- every state-file write on the writer thread: start and duration (it competes for the GIL),
+  and how long encoding the changed objects and writing the file took;
 - every event-loop callback over 1 ms (``loop.slow_callback_duration`` via asyncio debug is too
   slow, so handles are timed by wrapping ``asyncio.events.Handle._run``).
 
@@ -38,7 +39,7 @@ REQUESTS: list[tuple[str, float, float, float, float]] = []
 GCS: list[tuple[int, float, float, int]] = []
 """(generation, start, duration, collected)"""
 WRITES: list[tuple[float, float, float, float]] = []
-"""(start, duration, thread CPU seconds, encoding seconds) of state-file writes"""
+"""(start, duration, thread CPU seconds, encoding-and-writing seconds) of state-file writes"""
 SLOW_CALLBACKS: list[tuple[float, float, str]] = []
 """(start, duration, what) of event-loop callbacks over 1 ms that were not request handlers"""
 
@@ -104,13 +105,15 @@ def install(out: Path) -> None:
 
         file_store.FileStateStore.__init__ = lingering_init  # type: ignore[method-assign]
 
-    encode = file_store.SnapshotJsonEncoder.encode
+    from nrirp.adapters.storage import json_encoding
+
+    write_draft = json_encoding.Draft.write
     encoding = [0.0]
 
-    def probed_encode(self: Any, snapshot: Any) -> str:
+    def probed_write_draft(self: Any, *args: Any) -> None:
         started = perf()
         try:
-            return encode(self, snapshot)
+            write_draft(self, *args)
         finally:
             encoding[0] = perf() - started
 
@@ -132,7 +135,7 @@ def install(out: Path) -> None:
         finally:
             WRITES.append((started, perf() - started, thread_time() - cpu, encoding[0]))
 
-    file_store.SnapshotJsonEncoder.encode = probed_encode  # type: ignore[method-assign]
+    json_encoding.Draft.write = probed_write_draft  # type: ignore[method-assign]
 
     file_store.FileStateStore._write_file = probed_write_file  # type: ignore[method-assign]
 
@@ -215,7 +218,7 @@ def summary(path: Path, method: str, top: int) -> None:
         print(
             f"  state writes: {len(writes)}, wall p50 {writes[len(writes) // 2]:.2f} ms "
             f"max {writes[-1]:.2f} ms total {sum(writes):.0f} ms; thread CPU p50 "
-            f"{cpu[len(cpu) // 2]:.2f} max {cpu[-1]:.2f} total {sum(cpu):.0f} ms; encoding "
+            f"{cpu[len(cpu) // 2]:.2f} max {cpu[-1]:.2f} total {sum(cpu):.0f} ms; encoding+writing "
             f"p50 {enc[len(enc) // 2]:.2f} max {enc[-1]:.2f}"
         )
     slow = data["slow_callbacks"]

@@ -113,6 +113,56 @@ def test_failed_replace_keeps_old_file_and_no_temp(
     assert sorted(os.listdir(tmp_path)) == ["cache", "lock"]
 
 
+def _containers(count: int) -> list[dict[str, object]]:
+    return [{"id": f"c{n}", "cpus": "0-3", "labels": {"app": "a" * 100}} for n in range(count)]
+
+
+def test_unchanged_texts_are_copied_from_the_previous_file(tmp_path: Path) -> None:
+    """The second write copies what did not change from the first file (the store keeps
+    where each text lies, not the text) and encodes the rest."""
+    store = FileStateStore(tmp_path, background=False)
+    containers = _containers(50)
+    store.save({"version": 1, "containers": containers})
+    assert store._encoder.in_file
+    changed = [*containers[:10], {**containers[10], "cpus": "7"}, *containers[12:]]
+    store.save({"version": 1, "containers": changed, "policy_data": {"n": 1}})
+    assert json.loads(Path(store.path).read_text()) == {
+        "version": 1,
+        "containers": changed,
+        "policy_data": {"n": 1},
+    }
+
+
+def test_a_state_file_changed_by_someone_else_is_written_whole(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = FileStateStore(tmp_path, background=False)
+    containers = _containers(20)
+    store.save({"containers": containers})
+    Path(store.path).write_text('{"containers": []}')  # replaced under the store's feet
+    os.chmod(store.path, 0o600)
+    store.save({"containers": containers, "n": 2})
+    assert json.loads(Path(store.path).read_text()) == {"containers": containers, "n": 2}
+    assert "changed since it was written; writing it whole" in caplog.text
+    os.unlink(store.path)
+    store.save({"containers": containers, "n": 3})
+    assert json.loads(Path(store.path).read_text()) == {"containers": containers, "n": 3}
+
+
+def test_texts_are_copied_without_copy_file_range(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unsupported(*args: object) -> int:
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "copy_file_range", unsupported, raising=False)
+    store = FileStateStore(tmp_path, background=False)
+    containers = _containers(2000)  # more than one chunk of the plain copy
+    store.save({"containers": containers})
+    store.save({"containers": containers[1:], "n": 2})
+    assert json.loads(Path(store.path).read_text()) == {"containers": containers[1:], "n": 2}
+
+
 def test_load_removes_temp_files_left_by_a_crash(tmp_path: Path) -> None:
     store = FileStateStore(tmp_path, background=False)
     store.save({"a": 1})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -126,3 +127,80 @@ def test_fields_holding_the_same_objects_keep_their_text() -> None:
     text = encoder.encode({"containers": [third]})
     assert CountingList.encoded == 1  # only the first new version encoded it again
     assert text == dumps({"containers": [third]})
+
+
+def _write_through(
+    encoder: SnapshotJsonEncoder, snapshot: dict[str, Any], path: Any, previous: Any
+) -> Any:
+    """Write ``snapshot`` as a file store does: draft, written to a new file drawing on the
+    previous one, commit; returns the new file's path."""
+    fd = None if previous is None else os.open(previous, os.O_RDONLY)
+    try:
+        read = None
+        if fd is not None:
+            held = fd
+
+            def read(offset: int, length: int) -> str:
+                return os.pread(held, length, offset).decode("ascii")
+
+        draft = encoder.draft(snapshot)
+        out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            draft.write(out, fd, read)
+        finally:
+            os.close(out)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    encoder.commit(draft)
+    assert encoder.in_file
+    return path
+
+
+@given(
+    start=st.lists(st.dictionaries(st.text(max_size=4), json_values, max_size=5), max_size=5),
+    edits=st.lists(
+        st.tuples(st.integers(0, 4), st.text(max_size=4), json_values | st.just(None)),
+        max_size=10,
+    ),
+    drop=st.integers(0, 5),
+)
+def test_texts_kept_in_the_file_written_last_give_json_dumps(
+    tmp_path_factory: pytest.TempPathFactory,
+    start: list[dict[str, Any]],
+    edits: list[tuple[int, str, Any]],
+    drop: int,
+) -> None:
+    """Each file equals json.dumps of its snapshot when the unchanged texts are copied from
+    the previous file: elements replaced by new versions (encoded field by field from the
+    previous file's text), removed (the rest copied around the gap) and other values."""
+    directory = tmp_path_factory.mktemp("files")
+    encoder = SnapshotJsonEncoder()
+    elements = list(start)
+    previous = None
+    for step, (position, key, value) in enumerate([(0, "", None), *edits]):
+        if elements and step:
+            index = position % len(elements)
+            version = dict(elements[index])
+            if value is None:
+                version.pop(key, None)
+            else:
+                version[key] = value
+            elements = [*elements[:index], version, *elements[index + 1 :]]
+        if step == drop and elements:
+            elements = elements[1:]
+        snapshot = {"version": step, "containers": elements, "pods": elements[::2]}
+        path = directory / f"state-{step}"
+        previous = _write_through(encoder, snapshot, path, previous)
+        assert path.read_text() == dumps(snapshot)
+
+
+def test_the_texts_of_a_written_file_are_not_kept(tmp_path: Any) -> None:
+    encoder = SnapshotJsonEncoder()
+    containers = [{"id": str(n), "labels": {"app": "x" * 200}} for n in range(100)]
+    first = _write_through(encoder, {"containers": containers}, tmp_path / "a", None)
+    kept = encoder._lists["containers"][1]
+    assert all(type(piece) is int for piece in kept)  # where each text lies, not the text
+    changed = [*containers[:50], {**containers[50], "cpus": "4"}, *containers[51:]]
+    second = _write_through(encoder, {"containers": changed}, tmp_path / "b", first)
+    assert json.loads(second.read_text()) == {"containers": changed}

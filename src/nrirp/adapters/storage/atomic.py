@@ -6,23 +6,32 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 TEMP_PREFIX = ".tmp-"
 
 
-def write_atomically(directory: str, name: str, data: bytes | Iterable[bytes]) -> None:
-    """Replace ``directory/name`` with ``data`` (mode 0600; bytes, or pieces written one after
-    another); a crash leaves old or new."""
+def write_atomically(
+    directory: str, name: str, data: bytes | Iterable[bytes] | Callable[[int], None]
+) -> os.stat_result:
+    """Replace ``directory/name`` with ``data`` (mode 0600; bytes, pieces written one after
+    another, or a function writing to the file descriptor it is given); a crash leaves old or
+    new. Returns the new file's status (as written: to know it again)."""
     fd, temp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{name}-", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            if isinstance(data, bytes):
-                handle.write(data)
+        try:
+            if callable(data):
+                data(fd)
             else:
-                handle.writelines(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+                with os.fdopen(fd, "wb", closefd=False) as handle:
+                    if isinstance(data, bytes):
+                        handle.write(data)
+                    else:
+                        handle.writelines(data)
+            os.fsync(fd)
+            written = os.fstat(fd)
+        finally:
+            os.close(fd)
         os.chmod(temp, 0o600)
         os.replace(temp, os.path.join(directory, name))
     except BaseException:
@@ -30,6 +39,7 @@ def write_atomically(directory: str, name: str, data: bytes | Iterable[bytes]) -
             os.unlink(temp)
         raise
     sync_directory(directory)
+    return written
 
 
 def sync_directory(directory: str) -> None:

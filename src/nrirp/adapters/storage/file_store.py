@@ -7,8 +7,11 @@ writer thread and returns; the writer waits until no snapshot came for ``linger`
 no longer than ``max_delay`` after the first one it has not written, then encodes and writes
 only the latest one. The resource manager's snapshot is unstructured when it is first read, so
 that work happens on the writer too, once per write. A burst of operations therefore costs a
-few writes a second, and each write re-encodes only the pods and containers that changed
-(:class:`~nrirp.adapters.storage.json_encoding.SnapshotJsonEncoder`).
+few writes a second, and each write encodes only the pods and containers that changed
+(:class:`~nrirp.adapters.storage.json_encoding.SnapshotJsonEncoder`): the text of the others
+is copied from the file written last, where it is kept (not in memory). A file that someone
+else replaced or changed meanwhile (told by its inode, size and modification time) is written
+whole again.
 
 The writer needs the GIL while it encodes, and every millisecond it holds it while the event
 loop answers the runtime is added to that answer. With ``yield_to`` (a :class:`Foreground`;
@@ -121,6 +124,8 @@ class FileStateStore:
         self._hurry = False
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._written: tuple[int, int, int, int] | None = None
+        """The identity of the file written last (:func:`_identity`)."""
         self.writes = 0
         """How many times the file was written (tests and benchmarks)."""
         atexit.register(_close_at_exit, weakref.ref(self))
@@ -352,19 +357,68 @@ class FileStateStore:
         prepare = getattr(snapshot, "prepare", None)
         if self._yield_to is not None and callable(prepare):
             prepare(self._step_aside)  # the resource manager's snapshot, unstructured in steps
+        previous = self._previous_file()  # first: the encoder forgets a file that changed
+        draft = self._encoder.draft(snapshot)
+        read = None if previous is None else _reader(previous)
         try:
-            parts = self._encoder.encode_parts(snapshot)
-        except (TypeError, ValueError) as exc:
-            raise StateStoreError(f"state for {self._path} is not JSON-compatible: {exc}") from exc
-        if self._dir_lock.held:
-            self._prepare_directory()  # it may have been removed or changed meanwhile
-        else:
-            self.lock()
-        try:
-            write_atomically(self._dir, self._name, (part.encode() for part in parts))
-        except OSError as exc:
-            raise StateStoreError(f"cannot write state file {self._path}: {exc}") from exc
+            if self._dir_lock.held:
+                self._prepare_directory()  # it may have been removed or changed meanwhile
+            else:
+                self.lock()
+            try:
+                written = write_atomically(
+                    self._dir, self._name, lambda out: draft.write(out, previous, read)
+                )
+            except (TypeError, ValueError) as exc:
+                raise StateStoreError(
+                    f"state for {self._path} is not JSON-compatible: {exc}"
+                ) from exc
+            except OSError as exc:
+                raise StateStoreError(f"cannot write state file {self._path}: {exc}") from exc
+        finally:
+            if previous is not None:
+                os.close(previous)
+        self._encoder.commit(draft)  # the texts are in the file now, no longer in memory
+        self._written = _identity(written)
         self.writes += 1
+
+    def _previous_file(self) -> int | None:
+        """The file written last, open for reading, when the encoder draws on it; when it is
+        gone or no longer what was written (someone replaced or changed it), the encoder
+        forgets it and encodes everything again."""
+        if not self._encoder.in_file:
+            return None
+        try:
+            fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError as exc:
+            log.warning("state file %s: %s; writing it whole", self._path, exc.strerror or exc)
+            self._encoder.forget()
+            return None
+        try:
+            same = _identity(os.fstat(fd)) == self._written
+        except OSError:
+            same = False
+        if not same:
+            log.warning("state file %s changed since it was written; writing it whole", self._path)
+            os.close(fd)
+            self._encoder.forget()
+            return None
+        return fd
+
+
+def _identity(status: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells the file written last from any other: device, inode, size, modification."""
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
+def _reader(fd: int) -> Callable[[int, int], str]:
+    def read(offset: int, length: int) -> str:
+        data = os.pread(fd, length, offset)
+        if len(data) != length:
+            raise OSError(f"{length} bytes at {offset} asked, {len(data)} read")
+        return data.decode("ascii")
+
+    return read
 
 
 def _close_at_exit(ref: weakref.ref[FileStateStore]) -> None:
