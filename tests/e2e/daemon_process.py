@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 class DaemonProcess:
-    """``nrirp run --policy POLICY`` on ``runtime``'s NRI socket, state in ``state_dir``."""
+    """``nrirp run --policy POLICY`` on ``runtime``'s NRI socket, state in ``state_dir``; no
+    host control unless ``args`` asks for some (``--host-control``)."""
 
     def __init__(
         self,
@@ -42,6 +43,10 @@ class DaemonProcess:
             "--log-format", "json",
             *args,
         ]  # fmt: skip
+        if "--host-control" not in args:
+            # this machine's own interrupts, cpufreq and resctrl stay as they are (a daemon
+            # killed by a test would leave its changes); test_host_control.py turns them on
+            argv += ["--host-control", "none"]
         # the checkout these tests live in, even when another copy is installed
         pythonpath = os.pathsep.join([str(REPO / "src"), str(REPO)])
         full_env = {"PYTHONPATH": pythonpath, **(env or {})}
