@@ -397,3 +397,19 @@ def test_changed_containers_are_encoded_from_their_previous_form_exactly(
         assert encoded == fresh
         assert json.dumps(encoded) == json.dumps(fresh)  # the same key order, too
     assert structure_snapshot(json.loads(json.dumps(encoded))).containers == tuple(containers)
+
+
+def test_forms_show_labels_and_mount_options_without_copying_them() -> None:
+    """A form holds the dict a container's read-only labels show and its mounts' own option
+    tuples (a snapshot of a thousand containers would copy thousands); the JSON is the same."""
+    mount = Mount(destination="/data", source="/srv", options=("rbind", "rw"))
+    ctr = Container(id="c", pod_id="p", labels={"app": "web"}, mounts=(mount,))
+    pod = Pod(id="p", annotations={"a": "b"})
+    snapshot = Snapshot(version=1, policy="p", pods=(pod,), containers=(ctr,))
+    first, second = unstructure_snapshot(snapshot), unstructure_snapshot(snapshot)
+    assert first["containers"][0]["labels"] == {"app": "web"}
+    assert first["containers"][0]["labels"] is second["containers"][0]["labels"]
+    assert first["pods"][0]["annotations"] is second["pods"][0]["annotations"]
+    assert first["containers"][0]["mounts"][0]["options"] is mount.options
+    assert json.loads(json.dumps(first))["containers"][0]["mounts"][0]["options"] == ["rbind", "rw"]
+    assert structure_snapshot(json.loads(json.dumps(first))) == snapshot

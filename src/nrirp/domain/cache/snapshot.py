@@ -6,6 +6,7 @@ with every offending path listed, so a corrupt or foreign state file is never ha
 
 from __future__ import annotations
 
+import gc
 import operator
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -73,6 +74,30 @@ def _is_set_type(type_: Any) -> bool:
     return getattr(type_, "__origin__", type_) in (frozenset, set)
 
 
+def _shown(view: MappingProxyType[Any, Any]) -> Any:
+    """The dict a read-only view (labels, annotations, tags) shows, not a copy of it: nothing
+    modifies the one or the other (values are immutable, and forms are never modified), and a
+    snapshot of a thousand containers holds a few thousand of them. The view refers to its
+    mapping only (``gc.get_referents``), so that is the dict; any other mapping is copied."""
+    inner = gc.get_referents(view)
+    if len(inner) == 1 and type(inner[0]) is dict:
+        return inner[0]
+    return dict(view)
+
+
+def _is_string_map(type_: Any) -> bool:
+    """``Mapping[str, str]`` (labels, annotations, tags)."""
+    return getattr(type_, "__origin__", None) in (Mapping, dict) and getattr(
+        type_, "__args__", ()
+    ) == (str, str)
+
+
+def _shown_strings(value: Mapping[str, str]) -> Any:
+    if type(value) is MappingProxyType:
+        return _shown(value)
+    return dict(value)
+
+
 def _make_converter() -> cattrs.Converter:
     # fields at their default are left out: smaller state, and structuring fills them back in
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True, omit_if_default=True)
@@ -82,7 +107,8 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(float, _strict(float, accept=(int, float)))
     conv.register_structure_hook(CPUSet, _structure_cpuset)
     conv.register_unstructure_hook(CPUSet, unstructure_cpuset)
-    conv.register_unstructure_hook(MappingProxyType, dict)
+    conv.register_unstructure_hook(MappingProxyType, _shown)
+    conv.register_unstructure_hook_func(_is_string_map, _shown_strings)
     conv.register_unstructure_hook_func(_is_set_type, lambda value: sorted(value))
     return conv
 
@@ -103,7 +129,10 @@ def _unstructure_mount(mount: Mount) -> dict[str, Any]:
     if form is None:
         if len(_MOUNTS) >= _MOUNTS_KEPT:
             _MOUNTS.clear()
-        form = _MOUNTS[mount] = _unstructure_mount_fields(mount)
+        form = _unstructure_mount_fields(mount)
+        if "options" in form:
+            form["options"] = mount.options  # the mount's own tuple: JSON writes it as a list
+        _MOUNTS[mount] = form
     return form
 
 

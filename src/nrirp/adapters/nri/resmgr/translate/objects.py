@@ -7,7 +7,7 @@ The cache keeps these values for as long as the containers live, and a Synchroni
 hundreds at once, so they are made small: strings are interned (label and annotation keys
 and values repeat across a pod's objects and across pods: names, uids, sandbox ids, image
 names), and a mount seen before (``/proc``, ``/dev``, ``/sys`` ... in every container) is the
-same :class:`Mount` object, found by its wire form.
+same :class:`Mount` object, found by its wire form; mounts with the same options share them.
 """
 
 from __future__ import annotations
@@ -110,6 +110,7 @@ def _strings(pb: Mapping[str, str]) -> Mapping[str, str]:
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 _MOUNTS: dict[bytes, Mount] = {}
+_OPTIONS: dict[tuple[str, ...], tuple[str, ...]] = {}
 _MOUNTS_KEPT = 2048
 """Mounts remembered by wire form; forgotten all at once when there are more (those of every
 container, such as ``/proc``, are back after the next one)."""
@@ -122,14 +123,16 @@ def _mounts(mounts: Iterable[api_pb2.Mount]) -> tuple[Mount, ...]:
         key = m.SerializeToString()
         mount = known.get(key)
         if mount is None:
+            options = tuple(map(intern, m.options))
             mount = Mount(
                 destination=intern(m.destination),
                 source=m.source,
                 type=intern(m.type),
-                options=tuple(map(intern, m.options)),
+                options=_OPTIONS.setdefault(options, options),  # a few dozen kinds in all
             )
             if len(known) >= _MOUNTS_KEPT:
                 known.clear()
+                _OPTIONS.clear()
             known[key] = mount
         out.append(mount)
     return tuple(out)
