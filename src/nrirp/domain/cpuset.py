@@ -84,7 +84,8 @@ def _ids(bits: int) -> list[int]:
 
 # Sets are immutable and the same big sets (a pool's shared CPUs) are rendered and iterated
 # over and over, e.g. once for every container of the pool when its cpuset changes. Their ids
-# and text are kept by bit mask; small sets are cheap to redo and would only churn the cache.
+# and text are kept by bit mask; small sets' ids are cheap to redo and would only churn the
+# cache, and their text is kept in a cache of its own.
 _CACHED_FROM = 16  # ids
 _CACHE_SIZE = 256  # sets
 
@@ -118,6 +119,9 @@ def _render(bits: int) -> str:
 
 
 _cached_text = lru_cache(maxsize=_CACHE_SIZE)(_render)
+_cached_small_text = lru_cache(maxsize=_CACHE_SIZE)(_render)
+"""Small sets (memory nodes, a few exclusive CPUs) by themselves: a decision's text names
+them for every container, and they must not push the big sets out of their cache."""
 
 
 @attrs.frozen(slots=True, repr=False, order=False)
@@ -165,7 +169,7 @@ class CPUSet:
 
     def __str__(self) -> str:
         bits = self.bits
-        return _cached_text(bits) if bits.bit_count() > _CACHED_FROM else _render(bits)
+        return _cached_text(bits) if bits.bit_count() > _CACHED_FROM else _cached_small_text(bits)
 
     def __repr__(self) -> str:
         return f"CPUSet({str(self)!r})"

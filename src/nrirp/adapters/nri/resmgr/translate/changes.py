@@ -147,16 +147,28 @@ def scheduling_from_pb(pb: api_pb2.LinuxScheduler) -> Scheduling:
 def update_to_pb(update: Update) -> api_pb2.ContainerUpdate:
     """The NRI update for ``update`` (only the resources it sets; ``linux.resources`` is
     present even when it sets none)."""
-    pb = _ContainerUpdate(container_id=update.container_id)
+    resources = update.resources
+    known = _LINUX.get(id(resources))
+    if known is None or known[0] is not resources:
+        linux = _LinuxContainerUpdate()
+        linux.resources.SetInParent()
+        fill_resources_pb(linux.resources, resources)
+        if len(_LINUX) >= _LINUX_KEPT:
+            _LINUX.clear()
+        known = _LINUX[id(resources)] = (resources, linux)
+    pb = _ContainerUpdate(container_id=update.container_id, linux=known[1])  # copied, in C
     if update.ignore_failure:
         pb.ignore_failure = True
-    resources = pb.linux.resources
-    resources.SetInParent()
-    fill_resources_pb(resources, update.resources)  # written in place: no copy per update
     return pb
 
 
 _ContainerUpdate = api_pb2.ContainerUpdate
+_LinuxContainerUpdate = api_pb2.LinuxContainerUpdate
+_LINUX: dict[int, tuple[LinuxResources, api_pb2.LinuxContainerUpdate]] = {}
+_LINUX_KEPT = 64
+"""Resources translated lately, by identity (each entry keeps its resources alive, so an id
+is not reused meanwhile): the updates of a pool's containers carry the very same resources
+(a Synchronize's hundreds, a few pools), translated once per pool."""
 
 
 def update_from_pb(pb: api_pb2.ContainerUpdate) -> Update:
