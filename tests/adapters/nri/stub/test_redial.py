@@ -33,7 +33,10 @@ class FakePath:
 
 
 def redialer(fake: FakePath, **backoff: float) -> Redialer:
-    settings = {"initial": 10.0, "maximum": 30.0, "jitter": 0.0, "watch_interval": 0.005}
+    settings = {
+        "initial": 10.0, "maximum": 30.0, "jitter": 0.0, "watch_interval": 0.005,
+        "fresh_grace": 0.0,
+    }  # fmt: skip
     return Redialer("/run/nri.sock", Backoff(**{**settings, **backoff}), identify=fake)
 
 
@@ -103,6 +106,35 @@ def test_an_absent_socket_is_waited_for_without_backoff() -> None:
             Redial(0, 10.0, Wake.APPEARED),
         ]
         assert r.attempt == 0
+
+    arun(main)
+
+
+def test_a_socket_that_refuses_just_after_it_appeared_is_dialled_again_at_the_next_check() -> None:
+    async def main() -> None:
+        fake = FakePath(None)
+        r = redialer(fake, fresh_grace=0.2)
+        stop = asyncio.Event()
+        r.dialling()
+        waiting = asyncio.create_task(r.wait(stop, "no such file"))
+        await asyncio.sleep(0.02)
+        fake.current = A  # bound, not listening yet: the dial is refused
+        assert not await settle(waiting)
+        r.dialling()
+        assert not await settle(asyncio.create_task(r.wait(stop, "refused")), 0.5)
+        assert list(r.history) == [
+            Redial(None, None, Wake.APPEARED),
+            Redial(None, 0.005, Wake.BACKOFF),
+        ]
+        await asyncio.sleep(0.25)  # the grace is over: a socket still refusing backs off
+        r.dialling()
+        waiting = asyncio.create_task(r.wait(stop, "refused"))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        stop.set()
+        assert await settle(waiting)
+        assert r.history[-1] == Redial(0, 10.0, Wake.STOPPED)
+        assert r.attempt == 1
 
     arun(main)
 

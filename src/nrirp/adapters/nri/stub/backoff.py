@@ -12,6 +12,11 @@ def _positive(_instance: object, attribute: attrs.Attribute[float], value: float
         raise ValueError(f"backoff {attribute.name} must be > 0, got {value!r}")
 
 
+def _not_negative(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not value >= 0:
+        raise ValueError(f"backoff {attribute.name} must be >= 0, got {value!r}")
+
+
 def _fraction(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
     if not 0 <= value < 1:
         raise ValueError(f"backoff {attribute.name} must be in [0, 1), got {value!r}")
@@ -35,6 +40,10 @@ class Backoff:
     jitter: float = attrs.field(default=0.2, validator=_fraction)
     reset_after: float = attrs.field(default=10.0, validator=_positive)
     watch_interval: float = attrs.field(default=0.05, validator=_positive)
+    fresh_grace: float = attrs.field(default=1.0, validator=_not_negative)
+    """For this long after a socket appeared (or was replaced), a dial it refuses is tried
+    again every ``watch_interval`` instead of backing off: the runtime may have created the
+    socket but not listen on it yet. 0 turns it off."""
 
     def base_delay(self, attempt: int) -> float:
         """The delay before jitter for attempt ``attempt``."""

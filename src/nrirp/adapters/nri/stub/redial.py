@@ -9,7 +9,10 @@ itself is missing, no file-system events to set up):
 * the path is absent: wait until it appears, then dial at once;
 * the path is there but the last dial (or connection) failed on it: wait the backoff delay of
   the attempt, but dial at once if the path is replaced by a new socket meanwhile (or goes away
-  and comes back). Only failures against one and the same socket make the backoff grow.
+  and comes back). Only failures against one and the same socket make the backoff grow;
+* except on a socket that appeared less than ``Backoff.fresh_grace`` seconds ago: a runtime
+  creates its socket (bind) an instant before it listens, and a dial in between is refused, so
+  such a socket is dialled again at the next check, without backoff.
 
 Every decision is recorded in :attr:`Redialer.history` (the latest few) and logged.
 """
@@ -21,6 +24,7 @@ import collections
 import enum
 import logging
 import os
+import time
 from collections.abc import Callable
 
 import attrs
@@ -61,8 +65,9 @@ class Wake(enum.Enum):
 
 @attrs.frozen
 class Redial:
-    """One wait before a dial: the backoff ``attempt`` it used and its ``delay`` (None when
-    waiting for the socket to appear), and why it ended."""
+    """One wait before a dial: the backoff ``attempt`` it used (None for no backoff) and its
+    ``delay`` (None when waiting for the socket to appear; the watch interval when a fresh socket
+    refused), and why it ended."""
 
     attempt: int | None
     delay: float | None
@@ -87,6 +92,8 @@ class Redialer:
         self.history: collections.deque[Redial] = collections.deque(maxlen=HISTORY_LENGTH)
         """The latest waits, oldest first."""
         self._dialled: SocketId | None = None
+        self._fresh: tuple[SocketId | None, float] | None = None
+        """The socket that last appeared (or replaced another), and when it was seen."""
 
     def dialling(self) -> None:
         """Note the socket about to be dialled (call right before each dial)."""
@@ -107,16 +114,30 @@ class Redialer:
         if current != self._dialled:  # a new runtime since that dial: no reason to wait
             log.warning("%s; %s at once: the NRI socket %s was replaced", what, again, self.path)
             return self._record(None, None, Wake.REPLACED)
+        if self._is_fresh(current):
+            interval = self.backoff.watch_interval
+            log.info(
+                "%s; the NRI socket %s is new and may not listen yet: %s at the next check",
+                what, self.path, again,
+            )  # fmt: skip
+            return self._record(None, interval, await self._until_changed(stop, current, interval))
         attempt = self.attempt
         delay = self.backoff.delay(attempt)
         self.attempt += 1
         log.warning("%s; %s in %.1f s", what, again, delay)
         return self._record(attempt, delay, await self._until_changed(stop, current, delay))
 
+    def _is_fresh(self, current: SocketId) -> bool:
+        if self._fresh is None:
+            return False
+        socket, seen = self._fresh
+        return socket == current and time.monotonic() - seen < self.backoff.fresh_grace
+
     def _record(self, attempt: int | None, delay: float | None, wake: Wake) -> bool:
         self.history.append(Redial(attempt, delay, wake))
         if wake in (Wake.APPEARED, Wake.REPLACED):
             self.attempt = 0
+            self._fresh = (self._identify(self.path), time.monotonic())
             if attempt is not None or wake is Wake.APPEARED:  # the watcher cut a wait short
                 log.info("NRI socket %s: %s, dialling", self.path, wake.value)
         return wake is Wake.STOPPED
