@@ -1098,3 +1098,50 @@ def test_the_oracle_units_are_sound() -> None:
     assert memory_of(hbm, node1, frozenset({MemoryType.HBM})) == CPUSet.of(5)
     # node 1 has no PMEM (CXL) of its own: the nearest, 8 (at 22), covers the type
     assert memory_of(hbm, node1, frozenset({MemoryType.DRAM, MemoryType.PMEM})) == CPUSet.of(1, 8)
+
+
+def _reserved_fallback_with_strict_hints(memory: int) -> list[tuple[Any, ...]]:
+    """The workload hypothesis found (verbatim, its memory sizes aside): a kube-system pod whose
+    second container, with ``strict.topologyhints`` and a device on node 0, finds the reserved
+    CPUs taken by the first and falls back to node 0's shared CPUs; resizing it kept the grant
+    but dropped the hint's bound on its memory (node 0 and the PMEM/CXL node attached to it)."""
+    pod = PodSpec(
+        "p2",
+        "kube-system",
+        (
+            CtrSpec(
+                "c0", "guaranteed-int", 1000, None, memory, None, {"prefer-reserved-cpus": "true"}
+            ),
+            CtrSpec(
+                "c1",
+                "guaranteed-int",
+                1000,
+                None,
+                memory,
+                None,
+                {"strict.topologyhints": "true"},
+                ("/dev/node0",),
+            ),
+        ),
+    )
+    return [
+        ("delete", 0),
+        ("delete", 0),
+        ("create", pod),
+        ("resize", 0, 0, 1),
+        ("reconfigure", 0),
+        ("reconfigure", 0),
+        ("resize", 0, 1, 1),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "memory"),
+    [
+        ("server-112-pmem", 10_307_921_510),
+        ("hbm-cxl", 6_871_947_673),
+        ("epyc-nps2-64", 6_871_947_673),
+    ],
+)
+def test_a_resized_reserved_fallback_keeps_its_strict_hints_memory(name: str, memory: int) -> None:
+    run_workload(name, 0, _reserved_fallback_with_strict_hints(memory))

@@ -7,7 +7,13 @@ import pytest
 from nrirp.adapters.fakehw.hints import FakeTopologyHints
 from nrirp.domain.config.errors import ConfigError
 from nrirp.domain.cpuset import CPUSet
-from nrirp.domain.model import Device, IOPriority, IOPriorityClass, SchedulingPolicy
+from nrirp.domain.model import (
+    Device,
+    IOPriority,
+    IOPriorityClass,
+    LinuxResources,
+    SchedulingPolicy,
+)
 from nrirp.domain.pipeline import OperationFailedError
 from nrirp.domain.policies.topology_aware import COLD_START_DONE
 from nrirp.domain.policy import PolicyEvent
@@ -366,6 +372,37 @@ def test_strict_hints_keep_memory_on_the_hinted_node() -> None:
     strict = anno("strict.topologyhints", "true")
     _, ctr, _ = rig.run("s", "Guaranteed", cpu=1000, devices=(device,), annotations=strict)
     assert rig.mems(ctr) == CPUSet.of(1) and rig.cpus(ctr).issubset(m.node_cpus(1))
+
+
+def test_strict_hints_bound_a_reserved_fallbacks_memory_across_resizes_and_restarts() -> None:
+    """A kube-system container the full reserved CPUs send to the shared ones is placed as a
+    shared container, strict hints included (memory on the hinted node, not the PMEM node
+    the pool adds); an in-place resize and a restart, which keep that grant, keep the bound
+    (a resize used to ask for the pool's whole memory, node 1 and PMEM node 4)."""
+    m = catalogue("server-112-pmem")
+    hint = TopologyHint(
+        provider="/sys/devices/pci0000:3a/0000:3a:00.0", cpus=m.node_cpus(1), nodes=CPUSet.of(1)
+    )
+    device = Device(path="/dev/accel0", type="c", major=240, minor=0)
+    hints = FakeTopologyHints({"/dev/accel0": hint})
+    rig = make_rig("server-112-pmem", config(), hints=hints)  # type: ignore[arg-type]
+    _, first, _ = rig.run("r", "Guaranteed", cpu=500, namespace="kube-system")
+    assert rig.kind(first) == "reserved"
+    strict = anno("strict.topologyhints", "true")
+    pod, ctr, _ = rig.run(
+        "s", "Guaranteed", cpu=1000, namespace="kube-system", devices=(device,), annotations=strict
+    )
+    assert rig.kind(ctr) == "shared" and rig.cpus(ctr).issubset(m.node_cpus(1))
+    assert rig.mems(ctr) == CPUSet.of(1)
+    placed = (rig.pool(ctr), rig.cpus(ctr))
+    rig.manager.update_container(pod, rig.ctr(ctr), LinuxResources(memory_limit=2 * GiB))
+    assert (rig.pool(ctr), rig.cpus(ctr)) == placed, "the resize keeps the grant"
+    assert rig.mems(ctr) == CPUSet.of(1)
+    assert rig.alloc.memory.zone_of(ctr.id) == CPUSet.of(1)
+    again = make_rig("server-112-pmem", store=rig.store, clock=rig.clock, hints=hints)  # type: ignore[arg-type]
+    assert (again.pool(ctr), again.cpus(ctr), again.mems(ctr)) == (*placed, CPUSet.of(1))
+    again.manager.update_container(pod, again.ctr(ctr), LinuxResources(memory_limit=GiB))
+    assert again.mems(ctr) == CPUSet.of(1)
 
 
 def test_hints_prefer_the_deepest_pool_holding_the_device() -> None:

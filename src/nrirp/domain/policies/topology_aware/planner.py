@@ -317,6 +317,11 @@ class Planner:
         """A plan keeping ``kind`` and ``exclusive`` in ``pool`` (mixed if the request is)."""
         cpu = request.cpu
         kind = CPUKind.MIXED if cpu.kind is CPUKind.MIXED else kind
+        if cpu.kind in ROOTED_KINDS and kind not in ROOTED_KINDS:
+            # a reserved request kept on the shared CPUs it fell back to: a shared request,
+            # as plan() made it (strict topology hints bound its memory again)
+            request = attrs.evolve(request, cpu=attrs.evolve(cpu, kind=kind))
+            cpu = request.cpu
         return Plan(
             request,
             pool,
