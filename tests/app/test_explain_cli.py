@@ -53,11 +53,9 @@ def test_json_document(capsys: pytest.CaptureFixture[str]) -> None:
     data = document(capsys, *AFFINITY, "--step", "2", "web/nginx")
     assert data["format"] == EXPLAIN_FORMAT
     assert data["simulation"] == {"workload": str(TA / "affinity.yaml"), "step": 2, "steps": 6}
-    assert (data["container"], data["policy"], data["verdict"]) == (
-        "default/web/nginx",
-        "topology-aware",
-        "placed",
-    )
+    # named as everywhere (docs/core.md): the container's namespace, pod and name
+    assert (data["namespace"], data["pod"], data["container"]) == ("default", "web", "nginx")
+    assert (data["policy"], data["verdict"]) == ("topology-aware", "placed")
     pool = next(s for s in data["stages"] if s["name"] == "pool")
     assert pool["winner"] == "NUMA node #1"
     assert pool["deciding"]["item"] == {

@@ -101,7 +101,8 @@ def test_explain_a_running_daemons_decisions(tmp_path: Path, sysfs: Path) -> Non
             assert "\npool: " in shown.stdout and "CANDIDATE" in shown.stdout
             found = await asyncio.to_thread(explain, "--state-dir", state, "db-c", "--json")
             document = json.loads(found.stdout)
-            assert (document["container"], document["verdict"]) == ("prod/db/c", "placed")
+            identity = (document["namespace"], document["pod"], document["container"])
+            assert (identity, document["verdict"]) == (("prod", "db", "c"), "placed")
             pool = next(s for s in document["stages"] if s["name"] == "pool")
             assert pool["winner"] and f" in {pool['winner']}, memory " in document["placement"]
             assert document["summary"].startswith(document["placement"])

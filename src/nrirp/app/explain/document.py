@@ -1,8 +1,15 @@
 """An :class:`~nrirp.domain.policy.explanation.Explanation` as a JSON document
-(``format: nrirp.explain/v1``), the same from a simulate run and from a running daemon."""
+(``format: nrirp.explain/v1``), the same from a simulate run and from a running daemon.
+
+The document names the container as the project does (docs/core.md): ``namespace``, ``pod``
+and ``container`` (its name), beside ``container_id``. A document made before those keys (by
+an older daemon) had ``container`` as the ``namespace/pod/container`` label;
+:func:`document_label` reads both.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from nrirp.domain.policy.explanation import Candidate, Deciding, Explanation, Item, Stage
@@ -15,7 +22,7 @@ def explanation_document(explanation: Explanation) -> dict[str, Any]:
     return {
         "format": EXPLAIN_FORMAT,
         "policy": explanation.policy,
-        "container": explanation.container,
+        **_identity(explanation.container),
         "container_id": explanation.container_id,
         "verdict": explanation.verdict.value,
         "summary": explanation.summary,
@@ -26,6 +33,26 @@ def explanation_document(explanation: Explanation) -> dict[str, Any]:
         "notes": list(explanation.notes),
         "stages": [_stage(s) for s in explanation.stages],
     }
+
+
+def document_label(document: Mapping[str, Any]) -> str:
+    """``namespace/pod/container`` of the container an explanation document is about: from
+    its ``namespace``, ``pod`` and ``container`` (the name), or, in a document made before
+    those keys, its ``container`` (then the label); ``?`` when it names none."""
+    name = str(document.get("container", "?"))
+    if "pod" not in document or not document["pod"]:
+        return name  # the former form, or a container of no known pod: named by itself
+    return f"{document.get('namespace', '')}/{document['pod']}/{name}"
+
+
+def _identity(label: str) -> dict[str, str]:
+    """The ``namespace``, ``pod`` and ``container`` keys of the container ``label`` names
+    (policies label a container ``namespace/pod/name``, or by its name alone without a pod;
+    Kubernetes names hold no ``/``)."""
+    parts = label.split("/", 2)
+    if len(parts) == 3:
+        return {"namespace": parts[0], "pod": parts[1], "container": parts[2]}
+    return {"namespace": "", "pod": "", "container": label}
 
 
 def error_document(message: str) -> dict[str, Any]:

@@ -12,13 +12,15 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nrirp.app.explain.document import document_label
+
 DEFAULT_COLUMNS = 4
 
 
 def render_explanation(document: Mapping[str, Any], *, columns: int = DEFAULT_COLUMNS) -> str:
     """The document as text; ``columns``: candidates whose items are shown side by side."""
     lines = [
-        f"container:  {document.get('container', '?')} (id {document.get('container_id', '?')})",
+        f"container:  {document_label(document)} (id {document.get('container_id', '?')})",
         f"policy:     {document.get('policy', '?')}",
         f"verdict:    {document.get('verdict', '?')}: {document.get('summary', '')}",
     ]

@@ -1,0 +1,63 @@
+"""The explanation document names its container as the project does (docs/core.md):
+``namespace``, ``pod``, ``container`` (the name) and ``container_id``; the text renderer reads
+that and the former form (``container`` the ``namespace/pod/container`` label, as an older
+daemon serves it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nrirp.app.explain import EXPLAIN_FORMAT, explanation_document, render_explanation
+from nrirp.app.explain.document import document_label
+from nrirp.domain.policy.explanation import Explanation, Verdict
+
+
+def _explanation(label: str) -> Explanation:
+    return Explanation(
+        policy="topology-aware",
+        container=label,
+        container_id="cid-1",
+        verdict=Verdict.PLACED,
+        summary="shared 200m in NUMA node #1",
+    )
+
+
+def test_the_document_names_namespace_pod_and_container() -> None:
+    document = explanation_document(_explanation("prod/web/nginx"))
+    assert list(document)[:6] == [
+        "format",
+        "policy",
+        "namespace",
+        "pod",
+        "container",
+        "container_id",
+    ]
+    assert document["format"] == EXPLAIN_FORMAT
+    assert (document["namespace"], document["pod"], document["container"]) == (
+        "prod",
+        "web",
+        "nginx",
+    )
+    assert document["container_id"] == "cid-1"
+
+
+def test_a_container_of_no_known_pod_is_named_by_itself() -> None:
+    document = explanation_document(_explanation("lone"))
+    assert (document["namespace"], document["pod"], document["container"]) == ("", "", "lone")
+    assert document_label(document) == "lone"
+
+
+def _former(document: dict[str, Any]) -> dict[str, Any]:
+    """The document as it was made before the identity keys: ``container`` the label."""
+    old = {k: v for k, v in document.items() if k not in ("namespace", "pod")}
+    old["container"] = f"{document['namespace']}/{document['pod']}/{document['container']}"
+    return old
+
+
+def test_the_renderer_reads_both_forms() -> None:
+    document = explanation_document(_explanation("prod/web/nginx"))
+    for form in (document, _former(document)):
+        assert document_label(form) == "prod/web/nginx"
+        first = render_explanation(form).splitlines()[0]
+        assert first == "container:  prod/web/nginx (id cid-1)"
+    assert document_label({"format": EXPLAIN_FORMAT}) == "?"
