@@ -157,6 +157,15 @@ def test_an_unexpected_exception_is_reported_by_its_type() -> None:
     assert failure_reason(RuntimeError()) == "RuntimeError"
 
 
+def test_a_reason_is_one_bounded_line_whatever_names_it_carries() -> None:
+    # a policy names the pod in its refusal; a pod may be named "\n" or be very long
+    reason = failure_reason(PolicyError("default/a\nb\x1b/c: no pool has 2 CPUs"))
+    assert reason == "default/a\\nb\\x1b/c: no pool has 2 CPUs"
+    long = failure_reason(PolicyError("x" * 5000))
+    assert len(long) == 1000 and long.endswith("...")
+    assert failure_reason(KeyError("a\tb")) == "internal error: KeyError: 'a\\tb'"
+
+
 def test_leaving_without_commit_rolls_back_quietly() -> None:
     rig = Rig()
     before = rig.state()

@@ -29,6 +29,7 @@ from nrirp.domain.pipeline.errors import NotStartedError, OperationFailedError, 
 from nrirp.domain.policy import PolicyError
 from nrirp.domain.ports.clock import Clock
 from nrirp.domain.ports.decisions import Decision, DecisionLog, Notice, Severity, batch_writer
+from nrirp.domain.ports.documents import one_line
 from nrirp.domain.ports.metrics import Metrics
 
 # failures whose message is meant for the operator (anything else is reported as a bug)
@@ -36,11 +37,13 @@ _EXPECTED = (PolicyError, PipelineError, CacheError, ContainerChangeError, Value
 
 
 def failure_reason(exc: BaseException) -> str:
-    """The policy's own message for expected failures; the exception type for bugs."""
+    """The policy's own message for expected failures; the exception type for bugs. One
+    printable line, bounded (:func:`~nrirp.domain.ports.documents.one_line`): a policy may
+    name a pod whose name holds a newline."""
     text = str(exc)
     if not is_internal(exc):
-        return text
-    return f"internal error: {type(exc).__name__}: {text}" if text else type(exc).__name__
+        return one_line(text)
+    return one_line(f"internal error: {type(exc).__name__}: {text}" if text else type(exc).__name__)
 
 
 # refusal classes: what ran out (found anywhere in the chain: policies wrap allocator errors)

@@ -29,6 +29,19 @@ def label(text: str, limit: int = MAX_QUOTED) -> str:
     return clip(repr(text), limit)
 
 
+MAX_MESSAGE = 1000
+"""At most this many characters of a message made of parts from outside (a refusal's reason)."""
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` as one printable line of at most ``limit`` characters: a character that is not
+    printable (a newline, a control character) written as its escape, e.g. ``\\n``. For
+    messages that may carry names from outside (a policy's refusal naming a pod)."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return clip(text, limit)
+
+
 class DocumentError(ValueError):
     """A document that cannot be used: not parseable, over its input budget, or invalid.
 
