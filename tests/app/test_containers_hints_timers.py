@@ -254,8 +254,9 @@ def test_daemon_final_flush_cancels_timers(tmp_path: Path, server_tree: Path) ->
     timers = ThreadTimers()
     container.adapters.timers.override(providers.Object(timers))
     fired: list[str] = []
-    timers.call_later(0.2, lambda: fired.append("late"))
     daemon = Daemon(container, argparse.Namespace())
+    # set after the daemon is built: building it can take longer than 0.2 s on a busy machine
+    timers.call_later(0.2, lambda: fired.append("late"))
     assert daemon._flush(0) == 0
     assert timers.pending == 0
     threading.Event().wait(0.4)
