@@ -46,9 +46,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -85,6 +87,21 @@ def build() -> Path:
         sys.exit(str(exc))
 
 
+def kill_left_over(workdir: Path) -> None:
+    """Kill what still runs with ``workdir`` in its command line: nrimockrt starts the plugin
+    in a process group of its own and leaves it running when it aborts."""
+    mark = os.fsencode(workdir)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                if mark in cmdline.read():
+                    os.kill(int(entry), signal.SIGKILL)
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+
+
 def nrimockrt_run(
     nrimockrt: Path, workdir: Path, label: str, command: str, extra: list[str], args: Any
 ) -> tuple[dict[str, Any], str]:
@@ -105,13 +122,16 @@ def nrimockrt_run(
         "-exec", command,
     ]  # fmt: skip
     with log.open("w") as output:
-        done = subprocess.run(
-            argv, stdout=output, stderr=subprocess.STDOUT, timeout=1800, check=False
-        )
-    if done.returncode != 0:
+        try:
+            returncode = subprocess.run(
+                argv, stdout=output, stderr=subprocess.STDOUT, timeout=1800, check=False
+            ).returncode
+        finally:
+            kill_left_over(workdir)
+    if returncode != 0:
         errors = [line for line in log.read_text(errors="replace").splitlines() if "ERROR" in line]
         detail = "".join(f"\n  {line}" for line in errors[:5])
-        sys.exit(f"{label}: nrimockrt failed (exit {done.returncode}); see {log}{detail}")
+        sys.exit(f"{label}: nrimockrt failed (exit {returncode}); see {log}{detail}")
     summary: dict[str, Any] = json.loads(out.read_text())
     return summary, log.read_text(errors="replace")
 
