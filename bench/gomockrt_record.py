@@ -4,22 +4,26 @@ and without ``--record``, interleaved.
 ``nrimockrt`` (``tools/gomockrt``) drives ``--pods`` live pods of mixed QoS against the daemon
 (``nrirp run --policy topology-aware`` on a fake machine's sysfs tree, as
 ``bench/gomockrt_topology_aware.py`` runs it, with the Helm chart's default configuration) in
-two variants, once each per round, ``--rounds`` rounds, the order alternating from round to
+these variants, once each per round, ``--rounds`` rounds, the order rotating from round to
 round (off then on, on then off, ...: the second run of a pair is a little slower on this
 machine whatever it runs, see ``--aa``):
 
 - ``off``: no recording;
 - ``on``: ``--record FILE`` with the default limits (4 MiB files, 4 of them), a fresh FILE
-  per round.
+  per round;
+- ``against`` (with ``--against SRC``): the same as ``on``, by the ``nrirp`` package under
+  SRC (another checkout's ``src``, put first on ``PYTHONPATH``): an older recorder, say.
 
     .venv/bin/python bench/gomockrt_record.py                  # 5 rounds each, 200 pods
-    .venv/bin/python bench/gomockrt_record.py --rounds 7 --variant integer
+    .venv/bin/python bench/gomockrt_record.py --rounds 20 --aa
+    .venv/bin/python bench/gomockrt_record.py --rounds 20 --against /tmp/before/src
 
-Prints CreateContainer p50/p99 per round and their medians per variant, the on/off ratios,
-the median of the per-round differences of the p50s (on minus off: the two runs of a round
-share the machine's load) with how many rounds 'on' was slower, and what the recordings hold
-(steps and bytes, in how many files). ``--aa`` runs 'on' without recording too: the same
-numbers then show what the machine's noise alone makes.
+Prints CreateContainer p50/p99 per round and their medians per variant, the ratios to 'off',
+the median of the per-round differences of the p50s (a variant minus 'off': the runs of a
+round share the machine's load) with how many rounds it was slower, and what the recordings
+hold (steps and bytes, in how many files). ``--aa`` runs 'on' without recording too: the same
+numbers then show what the machine's noise alone makes. Say the load average (``uptime``)
+with the numbers: the machine is shared.
 """
 
 from __future__ import annotations
@@ -54,6 +58,12 @@ def main() -> int:
         action="store_true",
         help="run 'on' without --record too: what the order of the rounds alone makes",
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="SRC",
+        help="also record with the nrirp package under SRC (another checkout's src)",
+    )
     args = parser.parse_args()
 
     bindir = build() / "bin"
@@ -65,10 +75,12 @@ def main() -> int:
     cgroups.mkdir()
     config = workdir / "config.yaml"
     config.write_text(CONFIG)
-    results: dict[str, list[tuple[float, float]]] = {"off": [], "on": []}
+    variants = ["off", "on"] + (["against"] if args.against else [])
+    results: dict[str, list[tuple[float, float]]] = {variant: [] for variant in variants}
     recorded: list[tuple[int, int, int]] = []
     for number in range(args.rounds):
-        for variant in ("off", "on") if number % 2 == 0 else ("on", "off"):
+        shift = number % len(variants)
+        for variant in variants[shift:] + variants[:shift]:
             label = f"{variant}{number}"
             command = daemon_command(
                 "topology-aware",
@@ -79,24 +91,28 @@ def main() -> int:
                 workdir / f"nrirp-{label}.log",
             )
             record = workdir / f"rec-{label}.yaml"
-            if variant == "on" and not args.aa:  # the options go before the redirection
+            recording = variant != "off" and not args.aa
+            if recording:  # the options go before the redirection
                 head, _, tail = command.partition(" --nri-socket ")
                 command = f"{head} --record {shlex.quote(str(record))} --nri-socket {tail}"
+            if variant == "against":
+                source = shlex.quote(str(args.against.resolve()))
+                command = f"env PYTHONPATH={source} {command}"
             run, _ = nrimockrt_run(
                 bindir / "nrimockrt", workdir, label, command, VARIANTS[args.variant], args
             )
             p50 = event(run, "CreateContainer", "p50_us")
             p99 = event(run, "CreateContainer", "p99_us")
             results[variant].append((p50, p99))
-            if variant == "on" and not args.aa:
+            if variant == "on" and recording:
                 parts = sorted(workdir.glob(f"rec-{label}.yaml*"))
                 steps = sum(p.read_text().count("\n- {") for p in parts)
                 recorded.append((steps, sum(p.stat().st_size for p in parts), len(parts)))
-            print(f"round {number + 1} {variant:>3}: CreateContainer p50 {p50:8.1f} us, "
+            print(f"round {number + 1} {variant:>7}: CreateContainer p50 {p50:8.1f} us, "
                   f"p99 {p99:8.1f} us", file=sys.stderr)  # fmt: skip
     print(
         f"\n{args.machine}: {args.pods} live pods (-qos mix, {args.variant}), sync {args.sync}, "
-        f"{args.rounds} interleaved rounds"
+        f"{args.rounds} interleaved rounds" + (" (A/A: nothing recorded)" if args.aa else "")
     )
     print(f"{'variant':<10}{'p50 med':>10}{'p99 med':>10}  p50 per round / p99 per round")
     medians: dict[str, tuple[float, float]] = {}
@@ -107,16 +123,17 @@ def main() -> int:
         per_round = " ".join(f"{r[0]:.0f}" for r in rows)
         per_round_99 = " ".join(f"{r[1]:.0f}" for r in rows)
         print(f"{variant:<10}{p50:>10.1f}{p99:>10.1f}  {per_round} / {per_round_99}")
-    print(
-        f"on/off ratio: p50 {medians['on'][0] / medians['off'][0]:.3f}, "
-        f"p99 {medians['on'][1] / medians['off'][1]:.3f}"
-    )
-    differences = [on[0] - off[0] for on, off in zip(results["on"], results["off"], strict=True)]
-    slower = sum(1 for d in differences if d > 0)
-    print(
-        f"p50 on minus off per round: median {statistics.median(differences):+.1f} us, "
-        f"'on' slower in {slower} of {len(differences)} rounds"
-    )
+    for variant in variants[1:]:
+        print(
+            f"{variant}/off ratio: p50 {medians[variant][0] / medians['off'][0]:.3f}, "
+            f"p99 {medians[variant][1] / medians['off'][1]:.3f}"
+        )
+        differences = [a[0] - b[0] for a, b in zip(results[variant], results["off"], strict=True)]
+        slower = sum(1 for d in differences if d > 0)
+        print(
+            f"p50 {variant} minus off per round: median {statistics.median(differences):+.1f} "
+            f"us, '{variant}' slower in {slower} of {len(differences)} rounds"
+        )
     if recorded:
         steps, size, files = recorded[-1]
         print(f"a recording (last round): {steps} steps, {size} bytes in {files} file(s)")

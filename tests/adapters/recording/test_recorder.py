@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -249,36 +251,69 @@ def test_a_part_too_small_for_the_nodes_state_stops_the_recording(tmp_path: Path
     assert "runPodSandbox" not in text
 
 
-def test_on_an_event_loop_the_loop_encodes_and_the_thread_only_writes(tmp_path: Path) -> None:
-    import threading
-
+def test_nothing_is_encoded_on_the_pipelines_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipeline's thread only queues: steps are made on the recorder's thread, at a quiet
+    moment or when the daemon stops."""
     from nrirp.adapters.recording import recorder as module
+    from nrirp.adapters.recording import steps
 
+    pipeline = threading.get_ident()
+    made_on: set[int] = set()
+    for name in ("container_data", "pod_data"):
+        real = getattr(steps, name)
+
+        def spied(value: Any, real: Any = real) -> Any:
+            made_on.add(threading.get_ident())
+            return real(value)
+
+        monkeypatch.setattr(steps, name, spied)
+    encoded_on: set[int] = set()
+    real_yaml = module.yaml_bytes
+
+    def yaml_spied(value: Any) -> bytes:
+        encoded_on.add(threading.get_ident())
+        return real_yaml(value)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(module, "yaml_bytes", yaml_spied)
     rec = recorder(tmp_path / "rec.yaml")
     rec.open()
-    pod = make_pod()
-    encoders: set[int] = set()
-    real_encode = rec._encode
+    replay_with(parse_workload(workload_text(12)), rec)
+    rec.close()
+    assert made_on and encoded_on and pipeline not in made_on | encoded_on
+    kinds = [s.kind for s in load_workload(str(tmp_path / "rec.yaml")).steps]
+    assert kinds.count("runPodSandbox") == kinds.count("createContainer") == 12
 
-    def encode(*args: Any) -> bool:
-        encoders.add(threading.get_ident())
-        return real_encode(*args)
 
-    rec._encode = encode  # type: ignore[method-assign]
-
-    async def main() -> None:
-        rec.attach(asyncio.get_running_loop())
-        rec.started(None, None)
+def test_the_thread_writes_at_a_quiet_moment_or_when_pressed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calls coming back to back are written once they pause (the thread never takes the
+    interpreter from a burst), unless too many wait."""
+    monkeypatch.setattr(recorder_module, "QUIET", 0.05)
+    monkeypatch.setattr(recorder_module, "MAX_PENDING", 200)
+    rec = recorder(tmp_path / "rec.yaml")  # looks every 10 ms
+    rec.open()
+    rec.started(None, None)
+    pods = [make_pod(f"p{index}") for index in range(190)]
+    for pod in pods[:40]:  # a burst: a call every 10 ms, never a quiet 50 ms
         rec.handled(InboundCall("run-pod", pod))
-        other = threading.Thread(target=rec.handled, args=(InboundCall("stop-pod", pod),))
-        other.start()  # a call from another thread (a reload) is handed to the loop
-        other.join()
-        await asyncio.sleep(module.BATCH * 5)
-        assert not rec._queue  # encoded on the loop, shortly after
-        assert rec.steps == 2
-        assert encoders == {threading.get_ident()}
-
-    asyncio.run(main())
-    rec.close()  # what is left (the end mark) the thread encodes
-    workload = load_workload(str(tmp_path / "rec.yaml"))
-    assert [s.kind for s in workload.steps] == ["runPodSandbox", "stopPodSandbox"]
+        time.sleep(0.01)
+    assert rec.steps == 0 and len(rec._queue) > 30
+    deadline = time.monotonic() + 10
+    while rec.steps < 40 and time.monotonic() < deadline:  # the burst is over
+        time.sleep(0.01)
+    assert rec.steps == 40 and not rec._queue
+    for pod in pods[40:]:  # over half of MAX_PENDING waiting: written, burst or not
+        rec.handled(InboundCall("run-pod", pod))
+    rec._wake.set()
+    deadline = time.monotonic() + 10
+    while rec.steps < 190 and time.monotonic() < deadline:
+        rec.handled(InboundCall("stop-pod", pods[0]))  # the burst goes on
+        pods.append(pods[0])
+        time.sleep(0.005)
+    assert rec.steps >= 190
+    rec.close()
+    steps = load_workload(str(tmp_path / "rec.yaml")).steps
+    assert [getattr(s.action, "id", None) for s in steps] == [p.id for p in pods]

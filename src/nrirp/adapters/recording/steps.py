@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from nrirp.adapters.recording.format import container_data, pod_data, resources_data
+from nrirp.adapters.recording.lines import yaml_bytes
 from nrirp.domain.ports.inbound import InboundCall
 
 IMPLIED = frozenset({"post-create", "post-start", "post-update"})
 """Calls a replay's runtime makes itself (after a creation, start or update): not written."""
+
+BY_ID = {
+    "stop-pod": ("pod", "stopPodSandbox"),
+    "remove-pod": ("pod", "removePodSandbox"),
+    "start-container": ("container", "startContainer"),
+    "stop-container": ("container", "stopContainer"),
+    "remove-container": ("container", "removeContainer"),
+}
+"""Operations whose step is the id of what the runtime acted on: the call's attribute holding
+it (``pod`` or ``container``) and the step's key."""
+
+
+def id_step(operation: str, subject: str, failure: str | None) -> dict[str, Any]:
+    """The step of an operation of :data:`BY_ID` on the pod or container ``subject``."""
+    return _refused({BY_ID[operation][1]: {"id": subject}}, failure)
 
 
 def call_step(call: InboundCall, config_document: Any = None) -> dict[str, Any] | None:
@@ -19,6 +36,11 @@ def call_step(call: InboundCall, config_document: Any = None) -> dict[str, Any] 
     operation = call.operation
     if operation in IMPLIED:
         return None
+    by_id = BY_ID.get(operation)
+    if by_id is not None:
+        subject = getattr(call, by_id[0])
+        assert subject is not None
+        return id_step(operation, subject.id, call.failure)
     step: dict[str, Any]
     if operation == "synchronize":
         step = {
@@ -30,21 +52,9 @@ def call_step(call: InboundCall, config_document: Any = None) -> dict[str, Any] 
     elif operation == "run-pod":
         assert call.pod is not None
         step = {"runPodSandbox": pod_data(call.pod)}
-    elif operation in ("stop-pod", "remove-pod"):
-        assert call.pod is not None
-        key = "stopPodSandbox" if operation == "stop-pod" else "removePodSandbox"
-        step = {key: {"id": call.pod.id}}
     elif operation == "create-container":
         assert call.container is not None
         step = {"createContainer": container_data(call.container)}
-    elif operation in ("start-container", "stop-container", "remove-container"):
-        assert call.container is not None
-        key = {
-            "start-container": "startContainer",
-            "stop-container": "stopContainer",
-            "remove-container": "removeContainer",
-        }[operation]
-        step = {key: {"id": call.container.id}}
     elif operation == "update-container":
         assert call.container is not None and call.resources is not None
         step = {
@@ -59,7 +69,36 @@ def call_step(call: InboundCall, config_document: Any = None) -> dict[str, Any] 
         step = {"reconfigure": {"config": config_document}}
     else:
         return None  # an operation this format does not know (a newer pipeline's)
+    return _refused(step, call.failure)
+
+
+def synchronize_line(call: InboundCall, pause: Callable[[], None], every: int = 8) -> bytes:
+    """The line of a ``synchronize`` step (what ``yaml_bytes(call_step(call))`` gives), made
+    one pod or container at a time, calling ``pause`` between every ``every`` of them: a
+    thread making it steps aside for the event loop (a Synchronize may list thousands)."""
+    parts = [b'{"synchronize":{"pods":[']
+    for index, pod in enumerate(call.pods):
+        if index:
+            parts.append(b",")
+            if index % every == 0:
+                pause()
+        parts.append(yaml_bytes(pod_data(pod)))
+    parts.append(b'],"containers":[')
+    for index, ctr in enumerate(call.containers):
+        if index:
+            parts.append(b",")
+            if index % every == 0:
+                pause()
+        parts.append(yaml_bytes(container_data(ctr)))
+    parts.append(b"]}")
     if call.failure is not None:
+        parts.append(b"," + yaml_bytes(_refused({}, call.failure))[1:-1])
+    parts.append(b"}")
+    return b"".join(parts)
+
+
+def _refused(step: dict[str, Any], failure: str | None) -> dict[str, Any]:
+    if failure is not None:
         step["expectError"] = True
-        step["note"] = f"refused by the daemon: {call.failure}"
+        step["note"] = f"refused by the daemon: {failure}"
     return step

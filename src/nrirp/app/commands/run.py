@@ -363,7 +363,7 @@ class Daemon:
         from nrirp.app.daemon.recording import attach_recording
         from nrirp.app.daemon.reload import ConfigReloader
 
-        attach_recording(self.container)
+        attach_recording(self.container, nri=not (self.args.engine_api or self.args.nri_v01))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._stop, sig.name)

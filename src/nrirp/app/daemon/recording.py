@@ -73,15 +73,14 @@ def stop_recording(container: DaemonContainer) -> None:
         close()
 
 
-def attach_recording(container: DaemonContainer) -> None:
-    """Encode the recording on the running event loop (call it from the loop): right after
-    each request, without a second thread waking up beside the loop."""
+def attach_recording(container: DaemonContainer, *, nri: bool) -> None:
+    """Once the daemon serves (``nri``: over NRI): the recorder's thread steps aside while NRI
+    handlers run."""
     recorder = container.adapters.container.inbound_observer()
-    if recorder is None:  # not recording: nothing of the recorder is imported
+    if recorder is None or not nri:  # not recording: nothing of the recorder is imported
         return
-    import asyncio
-
+    from nrirp.adapters.nri.stub.scope import HANDLERS
     from nrirp.adapters.recording import Recorder
 
     if isinstance(recorder, Recorder):
-        recorder.attach(asyncio.get_running_loop())
+        recorder.attach(HANDLERS)

@@ -868,7 +868,7 @@ class _Operation:
                 failure = type(exc).__name__
             pod = self._pod
             if isinstance(pod, InboundCall):
-                call = pod if failure is None else attrs.evolve(pod, failure=failure)
+                call = pod if failure is None else pod._replace(failure=failure)
             else:
                 call = InboundCall(
                     self._name, pod, self._container, self._resources, failure=failure

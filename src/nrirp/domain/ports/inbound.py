@@ -7,18 +7,19 @@ the simulator can replay it (``docs/simulator.md``, Record and replay).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
-
-import attrs
+from typing import Any, NamedTuple, Protocol
 
 from nrirp.domain.config import PolicyConfig
 from nrirp.domain.model import Container, LinuxResources, Pod
 
 
-@attrs.frozen
-class InboundCall:
+class InboundCall(NamedTuple):
     """One call a driver (the NRI plugin, a host agent, the reload thread) made, with what it
     passed, as the pipeline handled it.
+
+    A named tuple rather than an attrs class: one is made for every call the pipeline handles
+    while recording, on the request's path, and a frozen attrs class takes twice the work to
+    make (``docs/benchmarks.md``, Recording under gomockrt).
 
     ``operation`` is the pipeline's name for it: ``synchronize`` (``pods``, ``containers``),
     ``run-pod``, ``stop-pod``, ``remove-pod`` (``pod``), ``create-container``,
