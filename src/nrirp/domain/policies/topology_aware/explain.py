@@ -170,14 +170,15 @@ def explain_placement(
 def detached_copy(alloc: Allocations, container_id: str) -> Allocations:
     """A copy of the engine without the container's grant (its CPUs and memory back in the
     pools, other containers' memory moved back as a release does). The machine, the
-    configuration and the pool tree are shared (nothing changes them); the score cache
-    starts empty."""
+    configuration and the pool tree are shared (nothing changes them); the score cache and the
+    planner's setups start empty."""
     memo: dict[int, object] = {
         id(alloc.machine): alloc.machine,
         id(alloc.spec): alloc.spec,
         id(alloc.resources): alloc.resources,
         id(alloc.tree): alloc.tree,
         id(alloc.planner.score_cache): None,
+        id(alloc.planner.setups): {},
     }
     for pool in alloc.tree.pools:
         memo[id(pool)] = pool

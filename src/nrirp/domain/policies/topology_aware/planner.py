@@ -10,19 +10,31 @@ signature and reused while their pool has not changed (``score_cache.py``).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 import attrs
 
 from nrirp.domain.config import CPUPriority
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.memalloc import MemoryRequest, human_bytes
+from nrirp.domain.model import QOSClass
 from nrirp.domain.policies.topology_aware.cpu_picker import CPUPicker
 from nrirp.domain.policies.topology_aware.grants import Grant, RestoreError, SavedGrant, types_text
 from nrirp.domain.policies.topology_aware.hint_limits import HintLimits
 from nrirp.domain.policies.topology_aware.memory_view import PMEM, MemoryView, accounted_size
 from nrirp.domain.policies.topology_aware.pools import Pool, PoolTree
-from nrirp.domain.policies.topology_aware.preferences import ROOTED_KINDS, CPUKind, Request
-from nrirp.domain.policies.topology_aware.score_cache import ScoreCache, request_signature
+from nrirp.domain.policies.topology_aware.preferences import (
+    ROOTED_KINDS,
+    CPUKind,
+    CPURequest,
+    MemoryPrefs,
+    Request,
+)
+from nrirp.domain.policies.topology_aware.score_cache import (
+    ScoreCache,
+    Signature,
+    request_signature,
+)
 from nrirp.domain.policies.topology_aware.scoring import (
     MemoryFit,
     PoolScorer,
@@ -51,6 +63,25 @@ class Plan:
     types: frozenset[MemoryType]
 
 
+class _Setup(NamedTuple):
+    """What :meth:`Planner.plan` works out before scoring (:meth:`Planner._setup`)."""
+
+    cpu: CPURequest
+    memory: MemoryPrefs
+    types: frozenset[MemoryType]
+    size: int
+    pools: Sequence[Pool]
+    scorer: PoolScorer
+    """Its ``memory`` and ``allocatable`` are set for each plan."""
+    hinted: CPUSet
+    signature: Signature | None
+    prefer: Pool | None
+
+
+def _no_memory(pool: Pool) -> MemoryFit:
+    raise AssertionError("a plan sets the scorer's memory fit")
+
+
 class Planner:
     """Plans for requests against the current supply and memory usage."""
 
@@ -68,6 +99,9 @@ class Planner:
         self.cpus = cpus
         self.priorities = priorities
         self.score_cache = ScoreCache(supply, memory)
+        self.setups: dict[tuple[int, int, QOSClass], _Setup] = {}
+        """What plans of requests without hints, affinity, a preferred pool or a CPU class
+        work out before scoring, by their CPU and memory preferences (identity) and QoS."""
 
     # ------------------------------------------------------------------ new placements
     def plan(
@@ -86,10 +120,62 @@ class Planner:
         Reserved and preserved containers live in the root pool (all memory nodes), as in the
         reference; a reserved one the reserved CPUs cannot hold any more (or that finds no
         reserved CPUs) runs on the shared CPUs of a pool chosen as for any shared request."""
-        memory = self.memory
         cpu = request.cpu
         if cpu.kind is CPUKind.RESERVED and self.reserved_short(cpu.shared):
             request = attrs.evolve(request, cpu=attrs.evolve(cpu, kind=CPUKind.SHARED))
+        plain = not (hints or weighted or prefer is not None or class_cpus is not None)
+        setup = None
+        if plain and request.hint_limits is None:
+            # the same for every request of these preferences: worked out once
+            setup = self.setups.get((id(request.cpu), id(request.memory), request.qos))
+            if setup is None or setup.cpu is not request.cpu or setup.memory is not request.memory:
+                setup = self._setup(request, (), (), None, None)
+                if len(self.setups) >= 256:
+                    self.setups.clear()
+                self.setups[id(request.cpu), id(request.memory), request.qos] = setup
+        else:
+            setup = self._setup(request, hints, weighted, prefer, class_cpus)
+        types, size, pools = setup.types, setup.size, setup.pools
+        memory = self.memory
+        fits: dict[int, tuple[bool, int, bool]] = {}  # per node set, for this plan only
+
+        def memory_fit(pool: Pool) -> MemoryFit:
+            return memory.fit(request, pool, types, size, fits)
+
+        scorer = setup.scorer
+        scorer.memory = memory_fit
+        scorer.allocatable = self.supply.allocatable_shared_all()
+        hinted = setup.hinted
+        prefer = setup.prefer
+        scores, complete = self.score_cache.scores(setup.signature, pools, scorer, request, types)
+        tried: set[int] = set()
+        while True:
+            for score in _best_first(scores, prefer):
+                if score.pool.id in tried:
+                    continue
+                tried.add(score.pool.id)
+                plan = self._realize(request, score, types, size, hinted)
+                if plan is not None:
+                    return plan
+                if not complete:
+                    break
+            if complete:
+                raise PolicyError(self._shortage(request, scores))
+            scores, complete = self.score_cache.scores(None, pools, scorer, request, types)
+
+    def _setup(
+        self,
+        request: Request,
+        hints: Sequence[TopologyHint],
+        weighted: Sequence[tuple[Pool, int]],
+        prefer: Pool | None,
+        class_cpus: CPUSet | None,
+    ) -> _Setup:
+        """What a plan for ``request`` works out before scoring: the same for every request
+        of the same CPU and memory preferences and QoS class (without hints, affinity, a
+        preferred pool or a CPU class). Raises :class:`PolicyError` when no pool can take it.
+        """
+        memory = self.memory
         types = memory.types_of(request)
         if not memory.typed_nodes(types) & self.tree.top.mems:
             raise PolicyError(
@@ -133,17 +219,12 @@ class Planner:
             if wants_normal_priority(request.cpu)
             else None
         )
-        fits: dict[int, tuple[bool, int, bool]] = {}  # per node set, for this plan only
-
-        def memory_fit(pool: Pool) -> MemoryFit:
-            return memory.fit(request, pool, types, size, fits)
-
         scorer = PoolScorer(
             request.cpu,
             self.supply,
             weighted=weighted,
             hints=hints,
-            memory=memory_fit,
+            memory=_no_memory,
             priority_cpus=priority_cpus,
             normal_cpus=normal_cpus,
             class_cpus=class_cpus,
@@ -152,21 +233,9 @@ class Planner:
         signature = None
         if not (hints or weighted or prefer is not None or class_cpus is not None):
             signature = request_signature(request, size, types)
-        scores, complete = self.score_cache.scores(signature, pools, scorer, request, types)
-        tried: set[int] = set()
-        while True:
-            for score in _best_first(scores, prefer):
-                if score.pool.id in tried:
-                    continue
-                tried.add(score.pool.id)
-                plan = self._realize(request, score, types, size, hinted)
-                if plan is not None:
-                    return plan
-                if not complete:
-                    break
-            if complete:
-                raise PolicyError(self._shortage(request, scores))
-            scores, complete = self.score_cache.scores(None, pools, scorer, request, types)
+        return _Setup(
+            request.cpu, request.memory, types, size, pools, scorer, hinted, signature, prefer
+        )
 
     def reserved_short(self, mcpu: int) -> str | None:
         """Why the reserved CPUs cannot take a reserved grant of ``mcpu`` more (``None``:

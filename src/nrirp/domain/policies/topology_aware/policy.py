@@ -55,6 +55,7 @@ from nrirp.domain.policies.topology_aware.preferences import (
     build_request,
     container_label,
 )
+from nrirp.domain.policies.topology_aware.request_memo import RequestMemo, annotated
 from nrirp.domain.policy import (
     MetricSample,
     PolicyContext,
@@ -112,6 +113,7 @@ class TopologyAwarePolicy:
         self._timers: dict[str, Any] = {}
         self._decisions: list[tuple[str, str]] = []
         self._host = HostPlan()
+        self._requests = RequestMemo()
 
     # ================================================================== properties
     @property
@@ -300,6 +302,16 @@ class TopologyAwarePolicy:
             handle.cancel()
 
     def _request(self, pod: Pod | None, container: Container) -> tuple[Request, Classes]:
+        if pod is None or annotated(pod):
+            return self._worked_out(pod, container)
+        found = self._requests.get(self._index, pod, container)
+        if found is None:
+            request, classes = self._worked_out(pod, container)
+            self._requests.put(self._index, pod, container, request, classes)
+            return request, classes
+        return found
+
+    def _worked_out(self, pod: Pod | None, container: Container) -> tuple[Request, Classes]:
         reader = PolicyAnnotations(self.ctx.annotations(container))
         request = build_request(self._spec, self._index, pod, container, reader)
         if request.strict_hints:
