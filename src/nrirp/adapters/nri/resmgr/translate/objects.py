@@ -104,7 +104,8 @@ def _strings(pb: Mapping[str, str]) -> Mapping[str, str]:
     """A read-only copy of labels or annotations, keys and values interned."""
     if not pb:
         return _EMPTY
-    return MappingProxyType({intern(key): intern(value) for key, value in pb.items()})
+    # by key: a protobuf map's items() is a Python generator, its keys and lookups are not
+    return MappingProxyType({intern(key): intern(pb[key]) for key in pb})
 
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -118,21 +119,24 @@ container, such as ``/proc``, are back after the next one)."""
 
 def _mounts(mounts: Iterable[api_pb2.Mount]) -> tuple[Mount, ...]:
     known = _MOUNTS
+    get = known.get
+    serialize = _SERIALIZE
     out = []
     for m in mounts:
-        key = m.SerializeToString()
-        mount = known.get(key)
+        key = serialize(m)
+        mount = get(key)
         if mount is None:
-            options = tuple(map(intern, m.options))
-            mount = Mount(
-                destination=intern(m.destination),
-                source=m.source,
-                type=intern(m.type),
-                options=_OPTIONS.setdefault(options, options),  # a few dozen kinds in all
-            )
+            options = tuple(m.options)
+            shared = _OPTIONS.get(options)  # a few dozen kinds in all
+            if shared is None:
+                shared = _OPTIONS[options] = tuple(map(intern, options))
+            mount = Mount(intern(m.destination), m.source, intern(m.type), shared)
             if len(known) >= _MOUNTS_KEPT:
                 known.clear()
                 _OPTIONS.clear()
             known[key] = mount
         out.append(mount)
     return tuple(out)
+
+
+_SERIALIZE = api_pb2.Mount.SerializeToString
