@@ -5,12 +5,15 @@ cannot go on (the daemon never notices)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from dependency_injector import providers
 
@@ -104,6 +107,28 @@ def test_calls_become_steps_in_order(tmp_path: Path) -> None:
     assert workload.steps[6].action.config == {"cpus": "0-1"}  # type: ignore[union-attr]
     assert text.splitlines()[-1].startswith("# end of recording: the daemon stopped at ")
     assert rec.steps == 11
+
+
+def test_a_creation_keeps_its_container_alone(tmp_path: Path) -> None:
+    """What the recorder keeps of a request is memory the next request cannot reuse: of a
+    container's creation (and a pod's run) it keeps the container (the pod) its step is made
+    of, not the call nor the pod the runtime sent with the creation (translated for that
+    request alone); the step is the same."""
+    rec = recorder(tmp_path / "rec.yaml")  # not opened: nothing is taken off the queue
+    pod = make_pod()
+    sent_along = attrs.evolve(pod)  # the creation's own copy of the pod
+    ctr = make_container(pod, "a")
+    rec.handled(InboundCall("run-pod", pod))
+    rec.handled(InboundCall("create-container", sent_along, ctr))
+    gone = weakref.ref(sent_along)
+    del sent_along
+    gc.collect()
+    assert gone() is None
+    assert list(rec._queue) == [pod, ctr]
+    rec.open()
+    rec.close()
+    steps = load_workload(str(tmp_path / "rec.yaml")).steps
+    assert [s.action.domain() for s in steps] == [pod, ctr]  # type: ignore[union-attr]
 
 
 def test_the_machine_is_the_nodes(tmp_path: Path) -> None:

@@ -3,14 +3,21 @@
 
 On the pipeline's path (every NRI request's) it translates, encodes and copies nothing: it
 appends to a queue what it needs of each call, no lock, no I/O, no timer, as little code as
-can be (under the Go harness every line of it was measurable):
+can be (under the Go harness every line of it was measurable), and keeps as little memory
+alive as can be: what it keeps of a request is memory the next request cannot reuse, and
+new memory costs that request page faults and the garbage collector's scans (a kilobyte
+and a half kept per pod cost CreateContainer 6-10 us of CPU, ``docs/daemon.md``):
 
 * a pod's or container's stop or removal, a container's start: the operation and the id;
-* anything else (a creation, a resize, a Synchronize, a reconfiguration): the call itself,
-  whose values the cache mostly holds anyway (a container the pipeline admits shares its
-  labels, annotations and mounts with the one the call carries). Measured under the Go
-  harness, that cost a request less than copying its NRI bytes aside (a few kilobytes written
-  to memory the CPU had not touched for a while) or encoding it;
+* a container's creation or a pod's run that succeeded: the container or the pod alone (the
+  step is made of it; a creation's call also carries a pod translated for that request
+  alone, which is let go with the call);
+* anything else (a refusal, a resize, a Synchronize, a reconfiguration): the call itself.
+  Objects the call shares with the cache cost nothing more: a container the pipeline admits
+  shares its labels, annotations, resources and mounts with the one the call carries.
+  Measured under the Go harness, keeping them cost a request less than copying its NRI bytes
+  aside (a few kilobytes written to memory the CPU had not touched for a while) or encoding
+  it;
 * a save: its snapshot replaces the previous one (only the latest is kept: older ones would
   have the snapshot series list them on the request path, ``domain/cache/series.py``).
 
@@ -43,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from nrirp.adapters.recording.files import RecordingError, RecordingFiles, RecordingLimits
 from nrirp.adapters.recording.format import FORMAT
 from nrirp.adapters.recording.lines import yaml_bytes
-from nrirp.adapters.recording.steps import BY_ID, IMPLIED, call_step, synchronize_line
+from nrirp.adapters.recording.steps import BY_ID, IMPLIED, alone_step, call_step, synchronize_line
 from nrirp.adapters.recording.writer import (
     CONFIG,
     END_MARK_RESERVE,
@@ -56,6 +63,7 @@ from nrirp.adapters.recording.writer import (
     RecordingWriter,
 )
 from nrirp.domain.config import PolicyConfig
+from nrirp.domain.model import Container, Pod
 from nrirp.domain.ports.inbound import InboundCall
 from nrirp.domain.topology import Machine
 
@@ -85,12 +93,17 @@ _IMPLIED = frozenset({"(implied)"})
 _POD = frozenset({"(pod id)"})
 _CONTAINER = frozenset({"(container id)"})
 _CALL = frozenset({"(the call)"})
+_CREATED = frozenset({"(the container alone)"})
+_RUN = frozenset({"(the pod alone)"})
 _HOW: dict[str, frozenset[str]] = {
     **dict.fromkeys(IMPLIED, _IMPLIED),
     **{op: _POD if by_id[0] == "pod" else _CONTAINER for op, by_id in BY_ID.items()},
+    "create-container": _CREATED,
+    "run-pod": _RUN,
 }
 """What the recorder keeps of an operation, told apart by identity: nothing, the pod's or the
-container's id (anything else: the call)."""
+container's id, the pod (``run-pod``) or the container (``create-container``) alone when it
+succeeded (anything else: the call)."""
 
 _SNAPSHOT = "snapshot"  # queued: a state to list and encode on the thread
 _BEGIN = "begin"  # queued: the start, to encode on the thread
@@ -230,12 +243,20 @@ class Recorder:
         if how is _IMPLIED or self._refusing:
             return
         item: Any
-        if how is _CONTAINER and call.container is not None:
+        # what the step is made of, nothing more: a creation's call also carries a pod made
+        # for that request alone (kept, it was a kilobyte or two of new memory per request)
+        if how is _CREATED and call.failure is None and call.container is not None:
+            item = call.container
+            size = 4096
+        elif how is _CONTAINER and call.container is not None:
             item = (ID_STEP, operation, call.container.id, call.failure)
             size = 100
         elif how is _POD and call.pod is not None:
             item = (ID_STEP, operation, call.pod.id, call.failure)
             size = 100
+        elif how is _RUN and call.failure is None and call.pod is not None:
+            item = call.pod
+            size = 2048
         else:
             item = call
             size = _SIZES.get(operation) or 4096 * (1 + len(call.pods) + len(call.containers))
@@ -332,7 +353,12 @@ class Recorder:
         records: list[Record] = []
         pause = self._pause
         for item in items:
-            if type(item) is InboundCall:
+            kind = type(item)
+            if kind is Container or kind is Pod:  # a creation or a pod's run, succeeded
+                pause()
+                records.append((LINE, yaml_bytes(alone_step(item))))
+                continue
+            if kind is InboundCall:
                 pause()
                 operation = item.operation
                 if operation == "reconfigure":

@@ -7,6 +7,7 @@ from typing import Any
 
 from nrirp.adapters.recording.format import container_data, pod_data, resources_data
 from nrirp.adapters.recording.lines import yaml_bytes
+from nrirp.domain.model import Container, Pod
 from nrirp.domain.ports.inbound import InboundCall
 
 IMPLIED = frozenset({"post-create", "post-start", "post-update"})
@@ -26,6 +27,14 @@ it (``pod`` or ``container``) and the step's key."""
 def id_step(operation: str, subject: str, failure: str | None) -> dict[str, Any]:
     """The step of an operation of :data:`BY_ID` on the pod or container ``subject``."""
     return _refused({BY_ID[operation][1]: {"id": subject}}, failure)
+
+
+def alone_step(subject: Pod | Container) -> dict[str, Any]:
+    """The step of a pod's run (``subject`` a pod) or of a container's creation (a container)
+    that succeeded: what :func:`call_step` makes of such a call."""
+    if isinstance(subject, Pod):
+        return {"runPodSandbox": pod_data(subject)}
+    return {"createContainer": container_data(subject)}
 
 
 def call_step(call: InboundCall, config_document: Any = None) -> dict[str, Any] | None:
