@@ -142,25 +142,34 @@ class ResourceManagerPlugin(Plugin):
         with self.bulk():
             domain_pods = _translated(pods, pod_from_pb, "pod")
             domain_containers = _translated(containers, container_from_pb, "container")
-            before = {c.id for c in self.manager.containers()}
+            # what the log line says, worked out only when it is written
+            told = log.isEnabledFor(logging.INFO)
+            before = {c.id for c in self.manager.containers()} if told else set()
             updates = self.manager.synchronize(domain_pods, domain_containers)
         self.synchronizations += 1
         if self.observer is not None:
             self.observer.synchronized()
+        if told:
+            self._log_synchronized(domain_pods, domain_containers, before, len(updates))
+        return updates_to_pb(updates)
+
+    def _log_synchronized(
+        self, pods: Sequence[Pod], containers: Sequence[Container], before: set[str], updates: int
+    ) -> None:
         after = {c.id for c in self.manager.containers()}
-        reported = {c.id for c in domain_containers}
+        reported = {c.id for c in containers}
         gone = sorted(before - after)
         new = sorted(after - before)
         kept = sorted(after & before & reported)
         log.info(
             "synchronized with the runtime: %d pods, %d containers; %d released (gone), "
             "%d admitted (new), %d kept; %d updates",
-            len(domain_pods),
-            len(domain_containers),
+            len(pods),
+            len(containers),
             len(gone),
             len(new),
             len(kept),
-            len(updates),
+            updates,
             extra={
                 "fields": {
                     "released": ",".join(gone),
@@ -169,7 +178,6 @@ class ResourceManagerPlugin(Plugin):
                 }
             },
         )
-        return updates_to_pb(updates)
 
     # ------------------------------------------------------------------ pods
     async def run_pod_sandbox(self, pod: api_pb2.PodSandbox) -> None:
