@@ -20,8 +20,9 @@ _KEPT = 1024
 
 
 def annotated(pod: Pod) -> bool:
-    """Does the pod carry a policy annotation (the policy must read them)?"""
-    return any(RESOURCE_POLICY_DOMAIN in key for key in pod.annotations)
+    """Does the pod carry a policy annotation (the policy must read them)? Searched in its
+    keys joined (one search in C): a match across two keys would only mean reading them."""
+    return RESOURCE_POLICY_DOMAIN in "\n".join(pod.annotations)
 
 
 class RequestMemo:
