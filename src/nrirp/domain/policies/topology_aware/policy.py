@@ -485,7 +485,7 @@ class TopologyAwarePolicy:
             if mems is not None and mems == ctr.mems:
                 mems = None
             tags = tags_of.get(cid)
-            if tags is not None and all(ctr.tags.get(k) == v for k, v in tags.items()):
+            if tags is not None and tags.items() <= ctr.tags.items():  # every tag as it is
                 tags = None
             if cpus is not None or mems is not None:
                 moved.append(cid)
@@ -500,17 +500,19 @@ class TopologyAwarePolicy:
                 cache.set_tags(cid, **tags)
         decisions, self._decisions = self._decisions, []
         decided: set[str] = set()
+        record = self.ctx.record_decision
         for cid, reason in decisions:
             ctr = cache.container(cid)
             if ctr is not None:
-                self.ctx.record_decision(ctr, reason)
+                record(ctr, reason)
                 decided.add(cid)
+        reasons = flush.reasons
         for cid in moved:
-            why = flush.reasons.get(cid)
+            why = reasons.get(cid)
             if why and cid not in decided:
                 ctr = cache.container(cid)
                 if ctr is not None:
-                    self.ctx.record_decision(ctr, why)
+                    record(ctr, why)
 
     # ================================================================== events
     def handle_event(self, event: PolicyEvent) -> None:
