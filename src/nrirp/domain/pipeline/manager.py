@@ -779,6 +779,9 @@ class ResourceManager:
         self._log.notice(Notice("policy", message, severity, container_id))
 
 
+_new_call = tuple.__new__
+"""Makes an :class:`InboundCall` from all its fields, on every request's path while observed."""
+
 _LIFECYCLE_ORDER = (ContainerState.CREATING, ContainerState.CREATED, ContainerState.RUNNING)
 _STARTED = object()
 """The state StartContainer moves a container to: running, or created while host settings
@@ -867,10 +870,11 @@ class _Operation:
             if failure is None and exc is not None:  # not an Exception: nothing was committed
                 failure = type(exc).__name__
             pod = self._pod
-            if isinstance(pod, InboundCall):
+            if type(pod) is InboundCall:
                 call = pod if failure is None else pod._replace(failure=failure)
-            else:
-                call = InboundCall(
-                    self._name, pod, self._container, self._resources, failure=failure
+            else:  # tuple.__new__ in C, not the named tuple's __new__ with keywords (3x faster)
+                call = _new_call(
+                    InboundCall,
+                    (self._name, pod, self._container, self._resources, (), (), None, failure),
                 )
-            manager._heard(call)
+            manager._observer.handled(call)  # type: ignore[union-attr]  # observed: not None
