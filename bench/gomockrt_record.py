@@ -20,7 +20,8 @@ machine whatever it runs, see ``--aa``):
 
 Prints CreateContainer p50/p99 per round and their medians per variant, the ratios to 'off',
 the median of the per-round differences of the p50s (a variant minus 'off': the runs of a
-round share the machine's load) with how many rounds it was slower, and what the recordings
+round share the machine's load) with how many rounds it was slower and the sign test's
+two-sided p-value (were 'slower' and 'faster' equally likely), and what the recordings
 hold (steps and bytes, in how many files). ``--aa`` runs 'on' without recording too: the same
 numbers then show what the machine's noise alone makes. Say the load average (``uptime``)
 with the numbers: the machine is shared.
@@ -29,6 +30,7 @@ with the numbers: the machine is shared.
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import statistics
 import sys
@@ -41,6 +43,16 @@ from gomockrt_topology_aware import CONFIG, VARIANTS, build, daemon_command, eve
 
 from nrirp.adapters.fakehw import load_machine, resolve, write_sysfs
 from nrirp.adapters.fakehw.discovery import scratch_dir
+
+
+def sign_test(above: int, below: int) -> float:
+    """The two-sided p-value of ``above`` rounds one way and ``below`` the other (ties left
+    out) if either way were as likely: the exact binomial test."""
+    n = above + below
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(max(above, below), n + 1)) / 2**n
+    return min(1.0, 2 * tail)
 
 
 def main() -> int:
@@ -130,10 +142,13 @@ def main() -> int:
         )
         differences = [a[0] - b[0] for a, b in zip(results[variant], results["off"], strict=True)]
         slower = sum(1 for d in differences if d > 0)
+        faster = sum(1 for d in differences if d < 0)
         print(
             f"p50 {variant} minus off per round: median {statistics.median(differences):+.1f} "
-            f"us, '{variant}' slower in {slower} of {len(differences)} rounds"
+            f"us, '{variant}' slower in {slower} of {len(differences)} rounds (sign test, "
+            f"two-sided: p = {sign_test(slower, faster):.3f})"
         )
+        print("  per round: " + " ".join(f"{d:+.1f}" for d in differences))
     if recorded:
         steps, size, files = recorded[-1]
         print(f"a recording (last round): {steps} steps, {size} bytes in {files} file(s)")
