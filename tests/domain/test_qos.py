@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from nrirp.domain.model import (
     LinuxResources,
@@ -42,6 +44,66 @@ G, B, BE = QOSClass.GUARANTEED, QOSClass.BURSTABLE, QOSClass.BESTEFFORT
 )
 def test_qos_from_cgroup_parent(parent: str, expected: QOSClass | None) -> None:
     assert qos_from_cgroup_parent(parent) is expected
+
+
+_COMPONENTS = st.sampled_from(
+    [
+        "kubepods",
+        "KubePods",
+        "besteffort",
+        "burstable",
+        "BestEffort",
+        "custom",
+        "pod",
+        "podx",
+        "Pod1-2",
+        "podkubepods",
+        "pod1.slice",
+        "kubepods.slice",
+        "kubepods-burstable.slice",
+        "kubepods-besteffort-pod1_2.slice",
+        "kubepods-pod1.slice",
+        "",
+        "x-y",
+    ]
+)
+
+
+@given(st.lists(_COMPONENTS, max_size=6), st.booleans())
+def test_qos_from_cgroup_parent_remembered_per_parent_path(
+    components: list[str], rooted: bool
+) -> None:
+    """The class of a pod component's parent path, remembered, is what reading the whole path
+    gives, twice in a row (the second from memory)."""
+    from nrirp.domain.model.kubelet import _qos_of
+
+    parent = ("/" if rooted else "") + "/".join(components)
+    expected = _qos_of(parent)
+    assert qos_from_cgroup_parent(parent) is expected
+    assert qos_from_cgroup_parent(parent) is expected
+
+
+def test_pod_seen_is_the_pod_evolved() -> None:
+    """Pod.seen copies every other field as it is (as attrs.evolve does)."""
+    import attrs
+
+    pod = Pod(
+        id="p",
+        name="n",
+        uid="u",
+        namespace="ns",
+        labels={"a": "1"},
+        annotations={"b": "2"},
+        cgroup_parent="/kubepods/besteffort/podu",
+        runtime_handler="runc",
+        resources=LinuxResources(cpu_shares=2),
+        overhead=LinuxResources(cpu_shares=4),
+        created_at=1.0,
+    )
+    assert pod.seen(created_at=7.0, qos_class=G) == attrs.evolve(pod, created_at=7.0, qos_class=G)
+    assert pod.seen(created_at=None, qos_class=None) == attrs.evolve(
+        pod, created_at=None, qos_class=None
+    )
 
 
 def test_pod_takes_qos_from_parent_unless_given() -> None:

@@ -109,3 +109,39 @@ def test_estimate_without_oom_score_or_besteffort() -> None:
     assert estimate_requirements(res, QOSClass.BURSTABLE).memory_request == 0
     be = estimate_requirements(LinuxResources(cpu_shares=2), QOSClass.BESTEFFORT)
     assert be == Requirements(0, None, 0, None)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([None, 2, 102, 1024, 4096]),
+            st.sampled_from([None, 50_000, 200_000]),
+            st.sampled_from([None, 100_000]),
+            st.sampled_from([None, 0, GiB, 3 * GiB]),
+            st.sampled_from(list(QOSClass)),
+            st.sampled_from([None, -997, 0, 500, 1000]),
+            st.sampled_from([0, 8 * GiB]),
+            st.booleans(),
+        ),
+        max_size=30,
+    )
+)
+def test_estimate_remembered_per_object_is_the_estimate(
+    calls: list[
+        tuple[int | None, int | None, int | None, int | None, QOSClass, int | None, int, bool]
+    ],
+) -> None:
+    """An estimate remembered for a resources object (asked again for the same object or a
+    new equal one, with the same or other arguments) is the one worked out afresh."""
+    from nrirp.domain.model.requirements import _estimate
+
+    made: dict[tuple[int | None, ...], LinuxResources] = {}
+    for shares, quota, period, memory, qos, oom, capacity, again in calls:
+        fields = (shares, quota, period, memory)
+        resources = made.get(fields) if again else None
+        if resources is None:
+            resources = made[fields] = LinuxResources(
+                cpu_shares=shares, cpu_quota=quota, cpu_period=period, memory_limit=memory
+            )
+        got = estimate_requirements(resources, qos, oom_score_adj=oom, memory_capacity=capacity)
+        assert got == _estimate(resources, qos, oom, capacity)

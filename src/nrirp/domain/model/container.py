@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 from nrirp.domain.cpuset import CPUSet
-from nrirp.domain.model._frozen import FieldsEqual, frozen_map, replaced
+from nrirp.domain.model._frozen import EMPTY_MAP, FieldsEqual, frozen_map, replaced
 from nrirp.domain.model.changes import (
     HOST_CONTROLLER,
     NO_CHANGES,
@@ -87,8 +87,9 @@ class Container(FieldsEqual):
     mounts: tuple[Mount, ...] = ()
     devices: tuple[Device, ...] = ()
     pid: int | None = None
-    tags: Mapping[str, str] = attrs.field(factory=dict, converter=frozen_map)
-    """Free-form notes a policy keeps on the container (persisted)."""
+    tags: Mapping[str, str] = attrs.field(default=EMPTY_MAP, converter=frozen_map)
+    """Free-form notes a policy keeps on the container (persisted). None by default: the one
+    shared read-only empty mapping, not a new one per container."""
     created_at: float | None = None
     pending: PendingChanges = NO_CHANGES
 

@@ -161,6 +161,25 @@ def qos_from_cgroup_parent(cgroup_parent: str) -> QOSClass | None:
     The inverse of :func:`pod_cgroup_parent` for both drivers, also under a custom cgroup root
     and for a full systemd path (``/kubepods.slice/kubepods-burstable.slice/...``).
     """
+    head, _, last = cgroup_parent.rpartition("/")
+    if last[:3].lower() == "pod" and not last.endswith(".slice"):
+        # cgroupfs: the last component (pod<uid>) is a token of its own that says only "a
+        # pod", so every pod under one parent has its class (a Synchronize reads hundreds)
+        try:
+            return _QOS_UNDER[head]
+        except KeyError:
+            qos = _qos_of(head + "/pod")
+            if len(_QOS_UNDER) < 64:
+                _QOS_UNDER[head] = qos
+            return qos
+    return _qos_of(cgroup_parent)
+
+
+_QOS_UNDER: dict[str, QOSClass | None] = {}
+"""The class of pods under a parent path (a few: kubepods, its besteffort and burstable)."""
+
+
+def _qos_of(cgroup_parent: str) -> QOSClass | None:
     tokens = [t.lower() for t in _tokens(cgroup_parent)]
     if "kubepods" not in tokens:
         return None

@@ -35,7 +35,27 @@ def estimate_requirements(
     CPU request from shares (exact inverse of kubelet), CPU limit from quota/period, memory
     limit from the memory limit. Memory request: the limit for Guaranteed, recovered from the OOM
     score adjustment for Burstable when it and the node's memory capacity are known, else 0.
+
+    Remembered for the last few resources objects (by identity: the NRI adapter hands the very
+    same object to every container of one wire form, hundreds in a Synchronize).
     """
+    key = (id(resources), qos._value_, oom_score_adj, memory_capacity)
+    known = _ESTIMATES.get(key)
+    if known is not None and known[0] is resources:
+        return known[1]
+    estimated = _estimate(resources, qos, oom_score_adj, memory_capacity)
+    if len(_ESTIMATES) >= 256:
+        _ESTIMATES.clear()
+    _ESTIMATES[key] = (resources, estimated)  # the object kept: its id is not reused meanwhile
+    return estimated
+
+
+_ESTIMATES: dict[tuple[int, str, int | None, int], tuple[LinuxResources, Requirements]] = {}
+
+
+def _estimate(
+    resources: LinuxResources, qos: QOSClass, oom_score_adj: int | None, memory_capacity: int
+) -> Requirements:
     cpu_request = millis_from_shares(resources.cpu_shares) if resources.cpu_shares else 0
     cpu_limit = cpu_limit_millis(resources.cpu_quota, resources.cpu_period)
     memory_limit = (

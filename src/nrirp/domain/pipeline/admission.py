@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 from nrirp.domain.cache import Cache
@@ -33,14 +31,13 @@ _ASSERTED_FIELDS = (
 def admit_pod(cache: Cache, pod: Pod, now: float) -> Pod:
     """Insert or refresh ``pod``; keeps the first-seen time and a known QoS class."""
     known = cache.pod(pod.id)
-    changes: dict[str, Any] = {}
     if known is not None:
-        changes["created_at"] = known.created_at
-        if pod.qos_class is None:
-            changes["qos_class"] = known.qos_class
+        qos = known.qos_class if pod.qos_class is None else pod.qos_class
+        admitted = pod.seen(created_at=known.created_at, qos_class=qos)
     elif pod.created_at is None:
-        changes["created_at"] = now
-    admitted = attrs.evolve(pod, **changes) if changes else pod
+        admitted = pod.seen(created_at=now, qos_class=pod.qos_class)
+    else:
+        admitted = pod
     cache.put_pod(admitted)
     return admitted
 
