@@ -175,6 +175,10 @@ _steps = st.lists(
         _changes,
         _cpuset_changes,
         st.sampled_from([RUNTIME_CONTROLLER, HOST_CONTROLLER, "host-change", "tags"]),
+        st.tuples(
+            _changes | _cpuset_changes,
+            st.dictionaries(st.sampled_from(["pool", "kind", "step"]), st.sampled_from("xy")),
+        ),
     ),
     min_size=1,
     max_size=8,
@@ -184,7 +188,8 @@ _steps = st.lists(
 @settings(max_examples=300)
 @given(_changes, _steps)
 def test_changes_agree_with_the_plain_definitions(
-    initial: LinuxResources, steps: list[LinuxResources | str]
+    initial: LinuxResources,
+    steps: list[LinuxResources | str | tuple[LinuxResources, dict[str, str]]],
 ) -> None:
     ctr = attrs.evolve(make_container(make_pod(), state=ContainerState.RUNNING), resources=initial)
     plain = ctr
@@ -195,6 +200,11 @@ def test_changes_agree_with_the_plain_definitions(
             assert step.is_empty() == (step.set_fields() == ())
             assert step.only_cpusets() == (set(step.set_fields()) <= {"cpus", "mems"})
             ctr, plain = ctr.with_resources(step), _plain_with_resources(plain, step)
+        elif isinstance(step, tuple):  # resources and tags in one change
+            change, tags = step
+            ctr = ctr.with_resources(change, tags=tags)
+            plain = _plain_with_resources(plain, change)
+            plain = attrs.evolve(plain, tags={**plain.tags, **tags})
         elif step == "host-change":
             change = HostChange(cgroup={"memory.high": "1G"})
             ctr, plain = ctr.with_host_change(change), plain.with_host_change(change)
@@ -209,6 +219,20 @@ def test_changes_agree_with_the_plain_definitions(
             assert isinstance(value.unified, MappingProxyType)
             assert isinstance(value.hugepage_limits, MappingProxyType)
         assert isinstance(ctr.tags, MappingProxyType)
+
+
+def test_first_tags_of_equal_grants_are_one_mapping() -> None:
+    """Containers given the same first tags share one read-only mapping of them; tags added
+    on top of others are a mapping of their own."""
+    pod = make_pod()
+    tags = {"pool": "socket #0", "kind": "shared"}
+    one = make_container(pod, "a").with_resources(LinuxResources(cpus=CPUSet.of(1)), tags=tags)
+    two = make_container(pod, "b").with_tags(**tags)
+    assert one.tags is two.tags and dict(one.tags) == tags
+    assert isinstance(one.tags, MappingProxyType)
+    more = one.with_tags(step="x")
+    assert more.tags is not one.tags and dict(more.tags) == {**tags, "step": "x"}
+    assert dict(one.tags) == tags
 
 
 def test_values_compare_by_fields_and_are_not_hashable() -> None:

@@ -103,8 +103,21 @@ class Container(FieldsEqual):
         return self.resources.mems
 
     # ------------------------------------------------------------------ changes
-    def with_resources(self, change: LinuxResources) -> Container:
-        """Apply the set fields of ``change``; fields equal to the current value are no-ops."""
+    def with_resources(
+        self, change: LinuxResources, *, tags: Mapping[str, str] | None = None
+    ) -> Container:
+        """Apply the set fields of ``change``; fields equal to the current value are no-ops.
+        ``tags`` are added as :meth:`with_tags` adds them, in the same copy."""
+        found = self._resource_change(change)
+        extra: dict[str, Any] = {} if tags is None else {"tags": _merged_tags(self.tags, tags)}
+        if found is None:
+            return replaced(self, extra) if extra else self
+        return self._with_runtime_change(found[0], found[1], extra)
+
+    def _resource_change(
+        self, change: LinuxResources
+    ) -> tuple[LinuxResources, LinuxResources] | None:
+        """What ``change`` changes (effective) and the resources after it; ``None``: nothing."""
         resources = self.resources
         if _only_cpusets(change):  # the usual change: a pool's cpus and/or mems
             cpus, mems = change.cpus, change.mems
@@ -114,25 +127,23 @@ class Container(FieldsEqual):
                 mems = None
             if cpus is None:
                 if mems is None:
-                    return self
+                    return None
                 effective = change if change.cpus is None else only_field("mems", mems)
-                return self._with_runtime_change(effective, replaced(resources, {"mems": mems}))
+                return effective, replaced(resources, {"mems": mems})
             if mems is None:
                 effective = change if change.mems is None else only_field("cpus", cpus)
-                return self._with_runtime_change(effective, replaced(resources, {"cpus": cpus}))
-            return self._with_runtime_change(
-                change, replaced(resources, {"cpus": cpus, "mems": mems})
-            )
+                return effective, replaced(resources, {"cpus": cpus})
+            return change, replaced(resources, {"cpus": cpus, "mems": mems})
         effective = change.difference(resources)
         if effective is NO_RESOURCES or effective.is_empty():
-            return self
-        return self._with_runtime_change(effective, resources.merged(effective))
+            return None
+        return effective, resources.merged(effective)
 
     def _with_runtime_change(
-        self, effective: LinuxResources, resources: LinuxResources
+        self, effective: LinuxResources, resources: LinuxResources, extra: dict[str, Any]
     ) -> Container:
-        """This container with ``resources``, ``effective`` (what changed) pending for the
-        runtime controller."""
+        """This container with ``resources`` (and the fields in ``extra``), ``effective``
+        (what changed) pending for the runtime controller."""
         pending = self.pending
         if pending is NO_CHANGES:  # nothing pending (the usual case): no merging needed
             new_pending = _runtime_pending(effective)
@@ -148,7 +159,9 @@ class Container(FieldsEqual):
             new_pending = replaced(
                 pending, {"resources": effective_pending, "controllers": controllers}
             )
-        return replaced(self, {"resources": resources, "pending": new_pending})
+        extra["resources"] = resources
+        extra["pending"] = new_pending
+        return replaced(self, extra)
 
     def with_cpus(self, cpus: CPUSet) -> Container:
         return self.with_resources(LinuxResources(cpus=cpus))
@@ -213,7 +226,7 @@ class Container(FieldsEqual):
         )
 
     def with_tags(self, **tags: str) -> Container:
-        return replaced(self, {"tags": MappingProxyType({**self.tags, **tags})})
+        return replaced(self, {"tags": _merged_tags(self.tags, tags)})
 
     def without_pending(self, controller: str) -> Container:
         """Forget what ``controller`` had to deliver (it has acted)."""
@@ -262,6 +275,25 @@ class Container(FieldsEqual):
 
 
 _RUNTIME = frozenset({RUNTIME_CONTROLLER})
+_TAG_SETS: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+
+
+def _merged_tags(current: Mapping[str, str], tags: Mapping[str, str]) -> Mapping[str, str]:
+    """``current`` with ``tags`` added, read-only. A container's first tags (a grant's: its
+    pool, kind, CPUs and memory zone) are the same for many containers: the one mapping of
+    those tags, in that order, is shared (values are immutable)."""
+    if current:
+        return MappingProxyType({**current, **tags})
+    key = tuple(tags.items())
+    shared = _TAG_SETS.get(key)
+    if shared is None:
+        shared = MappingProxyType(dict(tags))
+        if len(_TAG_SETS) >= 1024:
+            _TAG_SETS.clear()
+        _TAG_SETS[key] = shared
+    return shared
+
+
 _last_kind: tuple[LinuxResources | None, bool] = (None, False)
 
 

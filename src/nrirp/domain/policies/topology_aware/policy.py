@@ -495,7 +495,7 @@ class TopologyAwarePolicy:
                 if tags is None:
                     cache.set_resources(cid, change)
                 else:  # one write for both
-                    cache.put_container(ctr.with_resources(change).with_tags(**tags))
+                    cache.put_container(ctr.with_resources(change, tags=tags))
             elif tags is not None:
                 cache.set_tags(cid, **tags)
         decisions, self._decisions = self._decisions, []
