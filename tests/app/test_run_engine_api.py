@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,8 @@ def test_the_engine_api_modes_build_nothing_of_nri(
     assert "engine API: not serving yet" in health.readiness().reasons
     container.config_state().loaded("defaults")
     front.start()
+    enforcers = [t for t in threading.enumerate() if t.name == "nri-v01-enforcer"]
+    assert len(enforcers) == (1 if nri_v01 else 0)
     try:
         ready = health.readiness()
         assert ready.ok, ready
@@ -68,6 +71,9 @@ def test_the_engine_api_modes_build_nothing_of_nri(
         assert report["connected"] and str(tmp_path / "engine.sock") in report["runtime"]
     finally:
         front.server.stop(grace=0)
+    for enforcer in enforcers:  # the server stopped: the enforcer ends (it spun at 100% CPU)
+        enforcer.join(timeout=5)
+        assert not enforcer.is_alive()
     front.state.ended()  # type: ignore[attr-defined]
     assert health.readiness().reasons[-1] == "engine API: stopped"
 

@@ -76,6 +76,11 @@ class RoutedRuntimeUpdates:
             self._queue.clear()
             return taken
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (:meth:`take` no longer waits)."""
+        return self._closed
+
     def close(self) -> None:
         """Wake every waiting :meth:`take`; from now on it returns at once."""
         with self._ready:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from dependency_injector import providers
@@ -157,15 +158,15 @@ class EngineApiService:
         and then."""
         handler = self.handler
         assert handler is not None
-        next_reconcile = RECONCILE_SECONDS
-        waited = 0.0
+        next_reconcile = time.monotonic() + RECONCILE_SECONDS
         while not self._stop_requested.is_set():
             updates = self.updates.take(1.0)
             if updates:
                 handler.enforce(updates)
-            waited += 1.0
-            if waited >= next_reconcile:
-                waited = 0.0
+            elif self.updates.closed:
+                return  # the server stopped: take() no longer waits, nothing more will come
+            if time.monotonic() >= next_reconcile:
+                next_reconcile = time.monotonic() + RECONCILE_SECONDS
                 try:
                     handler.reconcile()
                 except Exception:
