@@ -342,3 +342,20 @@ def test_the_thread_writes_at_a_quiet_moment_or_when_pressed(
     rec.close()
     steps = load_workload(str(tmp_path / "rec.yaml")).steps
     assert [getattr(s.action, "id", None) for s in steps] == [p.id for p in pods]
+
+
+@pytest.mark.parametrize("failure", [None, "no room"])
+def test_a_synchronize_line_is_its_step_encoded_with_pauses(failure: str | None) -> None:
+    """synchronize_line, made one object at a time with pauses, is the step's plain encoding."""
+    from nrirp.adapters.recording.lines import yaml_bytes
+    from nrirp.adapters.recording.steps import call_step, synchronize_line
+
+    pods = tuple(make_pod(f"p{i}") for i in range(5))
+    containers = tuple(make_container(pods[i % 5], f"c{i}") for i in range(19))
+    call = InboundCall("synchronize", pods=pods, containers=containers, failure=failure)
+    pauses: list[None] = []
+    line = synchronize_line(call, lambda: pauses.append(None), every=4)
+    step = call_step(call)
+    assert step is not None
+    assert line == yaml_bytes(step)
+    assert len(pauses) == 1 + 4  # between every 4: pods 4; containers 4, 8, 12, 16

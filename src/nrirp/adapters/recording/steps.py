@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from nrirp.adapters.recording.format import container_data, pod_data, resources_data
 from nrirp.adapters.recording.lines import yaml_bytes
 from nrirp.domain.model import Container, Pod
 from nrirp.domain.ports.inbound import InboundCall
+
+_Subject = TypeVar("_Subject", Pod, Container)
 
 IMPLIED = frozenset({"post-create", "post-start", "post-update"})
 """Calls a replay's runtime makes itself (after a creation, start or update): not written."""
@@ -86,24 +88,31 @@ def synchronize_line(call: InboundCall, pause: Callable[[], None], every: int = 
     one pod or container at a time, calling ``pause`` between every ``every`` of them: a
     thread making it steps aside for the event loop (a Synchronize may list thousands)."""
     parts = [b'{"synchronize":{"pods":[']
-    for index, pod in enumerate(call.pods):
-        if index:
-            parts.append(b",")
-            if index % every == 0:
-                pause()
-        parts.append(yaml_bytes(pod_data(pod)))
+    _append_joined(parts, call.pods, pod_data, pause, every)
     parts.append(b'],"containers":[')
-    for index, ctr in enumerate(call.containers):
-        if index:
-            parts.append(b",")
-            if index % every == 0:
-                pause()
-        parts.append(yaml_bytes(container_data(ctr)))
+    _append_joined(parts, call.containers, container_data, pause, every)
     parts.append(b"]}")
     if call.failure is not None:
         parts.append(b"," + yaml_bytes(_refused({}, call.failure))[1:-1])
     parts.append(b"}")
     return b"".join(parts)
+
+
+def _append_joined(
+    parts: list[bytes],
+    subjects: Sequence[_Subject],
+    data: Callable[[_Subject], dict[str, Any]],
+    pause: Callable[[], None],
+    every: int,
+) -> None:
+    """Append the encoded ``data`` of each of ``subjects`` to ``parts``, comma-separated,
+    calling ``pause`` between every ``every`` of them."""
+    for index, subject in enumerate(subjects):
+        if index:
+            parts.append(b",")
+            if index % every == 0:
+                pause()
+        parts.append(yaml_bytes(data(subject)))
 
 
 def _refused(step: dict[str, Any], failure: str | None) -> dict[str, Any]:

@@ -88,7 +88,7 @@ class Container(FieldsEqual):
     devices: tuple[Device, ...] = ()
     pid: int | None = None
     tags: Mapping[str, str] = attrs.field(default=EMPTY_MAP, converter=frozen_map)
-    """Free-form notes a policy keeps on the container (persisted). None by default: the one
+    """Free-form notes a policy keeps on the container (persisted). Empty by default: the one
     shared read-only empty mapping, not a new one per container."""
     created_at: float | None = None
     pending: PendingChanges = NO_CHANGES

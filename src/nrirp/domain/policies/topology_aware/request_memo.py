@@ -38,11 +38,7 @@ class RequestMemo:
     ) -> tuple[Request, Classes] | None:
         """The request of ``container`` (of ``pod``, which carries no policy annotation) if
         one like it was worked out under this configuration, else ``None``."""
-        if index is not self._index:
-            self._index = index
-            self._known = {}
-            return None
-        found = self._known.get((pod.qos_class, pod.namespace, container.requirements))
+        found = self._under(index).get((pod.qos_class, pod.namespace, container.requirements))
         if found is None:
             return None
         like, classes = found
@@ -72,9 +68,14 @@ class RequestMemo:
     ) -> None:
         """Remember ``request`` and ``classes``, worked out for ``container`` of ``pod`` (no
         policy annotation) under the configuration of ``index``."""
+        known = self._under(index)
+        if len(known) >= _KEPT:
+            known.clear()
+        known[pod.qos_class, pod.namespace, container.requirements] = (request, classes)
+
+    def _under(self, index: ConfigIndex) -> dict[_Key, tuple[Request, Classes]]:
+        """What is known under the configuration of ``index`` (a new one: nothing)."""
         if index is not self._index:
             self._index = index
             self._known = {}
-        if len(self._known) >= _KEPT:
-            self._known.clear()
-        self._known[pod.qos_class, pod.namespace, container.requirements] = (request, classes)
+        return self._known
