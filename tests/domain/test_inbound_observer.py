@@ -5,13 +5,13 @@ saved snapshot."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
 from nrirp.adapters.memory import InMemoryStateStore
-from nrirp.domain.model import LinuxResources
+from nrirp.domain.model import Container, LinuxResources, Pod
 from nrirp.domain.pipeline import NotStartedError, OperationFailedError
 from nrirp.domain.ports.inbound import InboundCall
 
@@ -22,16 +22,33 @@ class Heard:
     def __init__(self) -> None:
         self.events: list[tuple[str, Any]] = []
         self.threads: set[int] = set()
+        self.latest_state: Callable[[], Mapping[str, Any] | None] | None = None
 
-    def started(self, config: Any, restored: Mapping[str, Any] | None) -> None:
+    def started(
+        self,
+        config: Any,
+        restored: Mapping[str, Any] | None,
+        latest_state: Callable[[], Mapping[str, Any] | None],
+    ) -> None:
+        self.latest_state = latest_state
         self.events.append(("started", (config, None if restored is None else dict(restored))))
 
-    def handled(self, call: InboundCall) -> None:
+    def handled(
+        self,
+        operation: str,
+        pod: Pod | None = None,
+        container: Container | None = None,
+        resources: LinuxResources | None = None,
+        pods: tuple[Pod, ...] = (),
+        containers: tuple[Container, ...] = (),
+        config: Any = None,
+        failure: str | None = None,
+    ) -> None:
         self.threads.add(threading.get_ident())
+        call = InboundCall(operation, pod, container, resources, pods, containers, config, failure)
         self.events.append(("handled", call))
-
-    def saved(self, snapshot: Mapping[str, Any]) -> None:
-        self.events.append(("saved", snapshot))
+        if self.latest_state is not None:
+            self.events.append(("state", self.latest_state()))
 
     def calls(self) -> list[InboundCall]:
         return [value for kind, value in self.events if kind == "handled"]
@@ -92,19 +109,29 @@ def test_every_call_in_order_with_its_values_and_refusals() -> None:
     assert heard.threads == {threading.get_ident()}  # on the caller's path, under the lock
 
 
-def test_saved_snapshots_are_the_stores_and_follow_their_call() -> None:
+def test_the_latest_state_is_the_stores_snapshot_after_the_call() -> None:
+    """Nothing is pushed per save: the observer reads the state where it wants it, and read
+    while a call is reported it is the snapshot the store got after that call."""
     heard = Heard()
     store = InMemoryStateStore()
     rig = make_rig(store=store, observer=heard)
+    assert heard.latest_state is not None
+    at_start = heard.latest_state()  # the start saves before it reports
+    assert at_start is not None and list(at_start["pods"]) == []
     pod = make_pod()
     rig.manager.run_pod(pod)
-    kinds = [kind for kind, _ in heard.events]
-    # the start saves before it reports; a call's save comes before the call is reported
-    assert kinds == ["saved", "started", "saved", "handled"]
+    assert [kind for kind, _ in heard.events] == ["started", "handled", "state"]
     snapshot = heard.events[2][1]
     store.flush()
-    assert dict(snapshot) == dict(store.load() or {})
+    assert snapshot is not at_start and dict(snapshot) == dict(store.load() or {})
     assert [p["id"] for p in snapshot["pods"]] == [pod.id]
+    store.fail_saves = True  # a save that fails leaves the one the store has
+    rig.manager.stop_pod(pod)
+    assert heard.events[-1] == ("state", snapshot)
+    store.fail_saves = False
+    rig.manager.remove_pod(pod)
+    after = heard.events[-1][1]
+    assert after is not snapshot and list(after["pods"]) == []
 
 
 def test_the_start_reports_the_restored_state() -> None:

@@ -36,6 +36,10 @@ def machine() -> Any:
     return FakeHardwareDiscovery(load_machine(MACHINE)).discover()
 
 
+def nothing_saved() -> None:
+    return None  # no state store
+
+
 def recorder(path: Path, **kw: Any) -> Recorder:
     return Recorder(
         str(path),
@@ -52,20 +56,20 @@ def test_calls_become_steps_in_order(tmp_path: Path) -> None:
     rec.open()
     pod = make_pod()
     ctr = make_container(pod, "a")
-    rec.started(FakeConfig("recording", "0-3"), None)
-    rec.handled(InboundCall("synchronize", pods=(pod,), containers=()))
-    rec.handled(InboundCall("run-pod", pod))
-    rec.handled(InboundCall("create-container", pod, ctr))
-    rec.handled(InboundCall("post-create", pod, ctr))  # implied by a replay's runtime
-    rec.handled(InboundCall("start-container", pod, ctr))
-    rec.handled(InboundCall("update-container", pod, ctr, LinuxResources(cpu_shares=512)))
-    rec.handled(InboundCall("create-container", pod, make_container(pod, "b"), failure="full"))
-    rec.handled(InboundCall("reconfigure", config=FakeConfig("recording", "0-1")))
-    rec.handled(InboundCall("reconfigure", config=FakeConfig("recording", "0"), failure="no"))
-    rec.handled(InboundCall("stop-container", pod, ctr))
-    rec.handled(InboundCall("remove-container", pod, ctr))
-    rec.handled(InboundCall("stop-pod", pod))
-    rec.handled(InboundCall("remove-pod", pod))
+    rec.started(FakeConfig("recording", "0-3"), None, nothing_saved)
+    rec.handled(*InboundCall("synchronize", pods=(pod,), containers=()))
+    rec.handled(*InboundCall("run-pod", pod))
+    rec.handled(*InboundCall("create-container", pod, ctr))
+    rec.handled(*InboundCall("post-create", pod, ctr))  # implied by a replay's runtime
+    rec.handled(*InboundCall("start-container", pod, ctr))
+    rec.handled(*InboundCall("update-container", pod, ctr, LinuxResources(cpu_shares=512)))
+    rec.handled(*InboundCall("create-container", pod, make_container(pod, "b"), failure="full"))
+    rec.handled(*InboundCall("reconfigure", config=FakeConfig("recording", "0-1")))
+    rec.handled(*InboundCall("reconfigure", config=FakeConfig("recording", "0"), failure="no"))
+    rec.handled(*InboundCall("stop-container", pod, ctr))
+    rec.handled(*InboundCall("remove-container", pod, ctr))
+    rec.handled(*InboundCall("stop-pod", pod))
+    rec.handled(*InboundCall("remove-pod", pod))
     rec.close()
     rec.close()  # once is enough; again does nothing
     text = (tmp_path / "rec.yaml").read_text()
@@ -118,8 +122,8 @@ def test_a_creation_keeps_its_container_alone(tmp_path: Path) -> None:
     pod = make_pod()
     sent_along = attrs.evolve(pod)  # the creation's own copy of the pod
     ctr = make_container(pod, "a")
-    rec.handled(InboundCall("run-pod", pod))
-    rec.handled(InboundCall("create-container", sent_along, ctr))
+    rec.handled(*InboundCall("run-pod", pod))
+    rec.handled(*InboundCall("create-container", sent_along, ctr))
     gone = weakref.ref(sent_along)
     del sent_along
     gc.collect()
@@ -134,7 +138,7 @@ def test_a_creation_keeps_its_container_alone(tmp_path: Path) -> None:
 def test_the_machine_is_the_nodes(tmp_path: Path) -> None:
     rec = recorder(tmp_path / "rec.yaml")
     rec.open()
-    rec.started(None, None)
+    rec.started(None, None, nothing_saved)
     rec.close()
     workload = load_workload(str(tmp_path / "rec.yaml"))
     assert workload.steps == () and workload.recording is not None
@@ -253,9 +257,9 @@ def test_a_recording_that_cannot_go_on_stops_and_says_why(
     rec.open()
     rec._wake.clear()
     rec._interval = 60.0  # the writer sleeps: the queue fills up (the daemon's disk stalled)
-    rec.started(None, None)
+    rec.started(None, None, nothing_saved)
     for _ in range(10):
-        rec.handled(InboundCall("run-pod", pod))  # never raises, whatever happens
+        rec.handled(*InboundCall("run-pod", pod))  # never raises, whatever happens
     rec.close()
     text = (tmp_path / "rec.yaml").read_text().splitlines()
     assert text[-1].startswith("# recording stopped at ")
@@ -268,8 +272,8 @@ def test_a_recording_that_cannot_go_on_stops_and_says_why(
 def test_a_part_too_small_for_the_nodes_state_stops_the_recording(tmp_path: Path) -> None:
     rec = recorder(tmp_path / "rec.yaml", limits=RecordingLimits(64 * KiB, 2))
     rec.open()
-    rec.started(None, {"version": 1, "policy": "recording", "pods": ["x" * 70_000]})
-    rec.handled(InboundCall("run-pod", make_pod()))
+    rec.started(None, {"version": 1, "policy": "recording", "pods": ["x" * 70_000]}, nothing_saved)
+    rec.handled(*InboundCall("run-pod", make_pod()))
     rec.close()
     text = (tmp_path / "rec.yaml").read_text()
     assert "recording stopped at" in text and "does not fit a recording file of 65536" in text
@@ -320,10 +324,10 @@ def test_the_thread_writes_at_a_quiet_moment_or_when_pressed(
     monkeypatch.setattr(recorder_module, "MAX_PENDING", 200)
     rec = recorder(tmp_path / "rec.yaml")  # looks every 10 ms
     rec.open()
-    rec.started(None, None)
+    rec.started(None, None, nothing_saved)
     pods = [make_pod(f"p{index}") for index in range(190)]
     for pod in pods[:40]:  # a burst: a call every 10 ms, never a quiet 50 ms
-        rec.handled(InboundCall("run-pod", pod))
+        rec.handled(*InboundCall("run-pod", pod))
         time.sleep(0.01)
     assert rec.steps == 0 and len(rec._queue) > 30
     deadline = time.monotonic() + 10
@@ -331,11 +335,11 @@ def test_the_thread_writes_at_a_quiet_moment_or_when_pressed(
         time.sleep(0.01)
     assert rec.steps == 40 and not rec._queue
     for pod in pods[40:]:  # over half of MAX_PENDING waiting: written, burst or not
-        rec.handled(InboundCall("run-pod", pod))
+        rec.handled(*InboundCall("run-pod", pod))
     rec._wake.set()
     deadline = time.monotonic() + 10
     while rec.steps < 190 and time.monotonic() < deadline:
-        rec.handled(InboundCall("stop-pod", pods[0]))  # the burst goes on
+        rec.handled(*InboundCall("stop-pod", pods[0]))  # the burst goes on
         pods.append(pods[0])
         time.sleep(0.005)
     assert rec.steps >= 190

@@ -18,8 +18,13 @@ and a half kept per pod cost CreateContainer 6-10 us of CPU, ``docs/daemon.md``)
   Measured under the Go harness, keeping them cost a request less than copying its NRI bytes
   aside (a few kilobytes written to memory the CPU had not touched for a while) or encoding
   it;
-* a save: its snapshot replaces the previous one (only the latest is kept: older ones would
-  have the snapshot series list them on the request path, ``domain/cache/series.py``).
+* a save: nothing; the latest snapshot is read from the pipeline (``latest_state``, given at
+  the start) only where a part ends.
+
+What it does on a call is a few comparisons: the size of what it kept, reckoned from the
+operation, is added up, and only past one threshold (:attr:`Recorder._limit`, the least of
+where the thread must be woken and where a part ends, or -1 when the thread changed them or
+asked for the state) does it look further (:meth:`Recorder._beyond`).
 
 A thread encodes and writes what waits (``writer.py``) at a quiet moment: when no call came
 for ``QUIET`` seconds (it looks once a second, ``interval``), so that it never takes the
@@ -63,8 +68,8 @@ from nrirp.adapters.recording.writer import (
     RecordingWriter,
 )
 from nrirp.domain.config import PolicyConfig
-from nrirp.domain.model import Container, Pod
-from nrirp.domain.ports.inbound import InboundCall
+from nrirp.domain.model import Container, LinuxResources, Pod
+from nrirp.domain.ports.inbound import InboundCall, LatestState
 from nrirp.domain.topology import Machine
 
 if TYPE_CHECKING:
@@ -104,6 +109,11 @@ _HOW: dict[str, frozenset[str]] = {
 """What the recorder keeps of an operation, told apart by identity: nothing, the pod's or the
 container's id, the pod (``run-pod``) or the container (``create-container``) alone when it
 succeeded (anything else: the call)."""
+
+
+def _no_state() -> None:
+    return None  # before the start: nothing saved
+
 
 _SNAPSHOT = "snapshot"  # queued: a state to list and encode on the thread
 _BEGIN = "begin"  # queued: the start, to encode on the thread
@@ -146,8 +156,10 @@ class Recorder:
         # the pipeline's side
         self._queue: deque[Any] = deque()
         """Calls (:class:`InboundCall`) and tuples, in the pipeline's order."""
-        self._latest: Mapping[str, Any] | None = None
-        """The latest saved snapshot (the only one kept)."""
+        self._latest_state: LatestState = _no_state
+        """Gives the latest saved snapshot (the pipeline's, from :meth:`started`)."""
+        self._cap = MAX_PENDING
+        """Calls waiting at which the recording stops; 0 once it stopped."""
         self._want_state = False
         """The writer asked for the state at a consistent point."""
         self._states = 0
@@ -170,6 +182,11 @@ class Recorder:
         self._fresh = self._mark_at
         """What a part just begun can take before its end, reckoned (the thread's)."""
         self._usable = usable
+        self._limit = min(self._press, self._mark_at)
+        """:attr:`_queued` beyond which the call looks at the thresholds above (or -1: look
+        at the next call): one comparison on the pipeline's path (:meth:`_beyond`)."""
+        self._look = False
+        """The thread changed a threshold since the pipeline last set :attr:`_limit`."""
         # the thread's side
         self._yield_to: Foreground | None = None
         self._wake = threading.Event()
@@ -230,69 +247,104 @@ class Recorder:
         point (any thread); not when one it has not seen yet is on its way."""
         if seen == self._states:
             self._want_state = True
+            self._limit = -1  # the next call looks
 
     # ------------------------------------------------------------------ InboundObserver
-    def started(self, config: PolicyConfig | None, restored: Mapping[str, Any] | None) -> None:
+    def started(
+        self,
+        config: PolicyConfig | None,
+        restored: Mapping[str, Any] | None,
+        latest_state: LatestState,
+    ) -> None:
+        self._latest_state = latest_state
         self._put((_BEGIN, config, restored))
 
-    def handled(self, call: InboundCall) -> None:
+    def handled(
+        self,
+        operation: str,
+        pod: Pod | None = None,
+        container: Container | None = None,
+        resources: LinuxResources | None = None,
+        pods: tuple[Pod, ...] = (),
+        containers: tuple[Container, ...] = (),
+        config: PolicyConfig | None = None,
+        failure: str | None = None,
+    ) -> None:
         # on every request's path: as little code as can be (each line of it is a cache miss
-        # or two there, more than its work)
-        operation = call.operation
-        how = _HOW.get(operation, _CALL)
-        if how is _IMPLIED or self._refusing:
-            return
+        # or two there, more than its work); what the step is made of, nothing more: a
+        # creation's call also carries a pod made for that request alone (kept, it was a
+        # kilobyte or two of new memory per request)
         item: Any
-        # what the step is made of, nothing more: a creation's call also carries a pod made
-        # for that request alone (kept, it was a kilobyte or two of new memory per request)
-        if how is _CREATED and call.failure is None and call.container is not None:
-            item = call.container
+        if operation == "create-container" and failure is None:
+            item = container
             size = 4096
-        elif how is _CONTAINER and call.container is not None:
-            item = (ID_STEP, operation, call.container.id, call.failure)
-            size = 100
-        elif how is _POD and call.pod is not None:
-            item = (ID_STEP, operation, call.pod.id, call.failure)
-            size = 100
-        elif how is _RUN and call.failure is None and call.pod is not None:
-            item = call.pod
-            size = 2048
         else:
-            item = call
-            size = _SIZES.get(operation) or 4096 * (1 + len(call.pods) + len(call.containers))
+            how = _HOW.get(operation)
+            if how is _IMPLIED:
+                return
+            if how is _CONTAINER and container is not None:
+                item = (ID_STEP, operation, container.id, failure)
+                size = 100
+            elif how is _POD and pod is not None:
+                item = (ID_STEP, operation, pod.id, failure)
+                size = 100
+            elif how is _RUN and failure is None:
+                item = pod
+                size = 2048
+            else:
+                item = InboundCall(
+                    operation, pod, container, resources, pods, containers, config, failure
+                )
+                size = _SIZES.get(operation) or 4096 * (1 + len(pods) + len(containers))
         queue = self._queue
-        if len(queue) >= MAX_PENDING:
+        if len(queue) >= self._cap:  # too many wait, or stopped
             self._overflow()
             return
         queue.append(item)
-        self._queued += size
-        if self._queued - self._handed > self._press:
+        self._queued = queued = self._queued + size
+        if queued > self._limit:
+            self._beyond(operation)
+
+    def _beyond(self, operation: str) -> None:
+        """Past a threshold (or asked to look): wake the thread to write at once (pressed),
+        begin the next part after ``operation`` (wanted), and set the next threshold."""
+        self._look = False  # first: what the thread changes from here on has it look again
+        queued = self._queued
+        if queued - self._handed > self._press:
             self._wake.set()  # pressed: written without waiting for a quiet moment
-        if (self._want_state or self._queued > self._mark_at) and operation not in FOLLOWED:
+        if (self._want_state or queued > self._mark_at) and operation not in FOLLOWED:
             # the call's own save came first: the latest snapshot is the state after it
             self._want_state = False
             # the next part's room, reckoned from the last one's header (the thread's number)
-            self._mark_at = self._queued + self._fresh
+            self._mark_at = queued + self._fresh
             self._states += 1
-            queue.append((_SNAPSHOT, self._latest))
+            self._queue.append((_SNAPSHOT, self._latest_state()))
+        self._limit = min(self._handed + self._press, self._mark_at)
+        if self._look or self._want_state:
+            self._limit = -1  # changed meanwhile: look again at the next call
 
-    def saved(self, snapshot: Mapping[str, Any]) -> None:
-        self._latest = snapshot
+    def _look_again(self) -> None:
+        """The thread changed what the thresholds are made of (after it did): the next call
+        looks (:meth:`_beyond`)."""
+        self._look = True
+        self._limit = -1
 
     def _put(self, item: tuple[Any, ...]) -> None:
-        if len(self._queue) >= MAX_PENDING:
+        if len(self._queue) >= self._cap:
             self._overflow()
-        elif not self._refusing:
+        else:
             self._queue.append(item)
 
     def _overflow(self) -> None:
         if not self._refusing:
             self._refusing = True
+            self._cap = 0
             self._queue.append((STOP, f"{MAX_PENDING} calls queued and not recorded yet"))
 
     def _stopped_by(self, reason: str) -> None:
         """The writer stopped (any thread): log it once, queue nothing more."""
         self._refusing = True
+        self._cap = 0
         if self._stopped is None:
             self._stopped = reason
             log.error("recording to %s stopped: %s", self.files.path, reason)
@@ -312,6 +364,7 @@ class Recorder:
             items = [queue.popleft() for _ in range(len(queue))]
             reckoned = queued - self._handed
             self._handed = queued
+            self._look_again()
             try:
                 records = self._records(items)
             except Exception as exc:  # never the daemon's problem: stop, say why
@@ -332,6 +385,7 @@ class Recorder:
         self._fresh = int((self._usable - writer.head) * 0.8 / self._ratio)
         if writer.states == self._states:  # no part begun that the writer has not seen
             self._mark_at = queued + int(room * 0.8 / self._ratio)
+        self._look_again()
 
     def _quiet(self) -> bool:
         """Whether the resource manager heard of no call for ``QUIET`` seconds (and no NRI

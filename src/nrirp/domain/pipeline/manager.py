@@ -86,7 +86,7 @@ from nrirp.domain.ports.cpu_power import CPUPowerControl
 from nrirp.domain.ports.decisions import DecisionLog, Notice, NullDecisionLog, Severity
 from nrirp.domain.ports.documents import AnnotationParser, label
 from nrirp.domain.ports.host_control import HostControl, HostControlError
-from nrirp.domain.ports.inbound import InboundCall, InboundObserver
+from nrirp.domain.ports.inbound import InboundObserver
 from nrirp.domain.ports.interrupts import InterruptControl
 from nrirp.domain.ports.kubernetes import Kubernetes
 from nrirp.domain.ports.metrics import Metrics
@@ -170,7 +170,7 @@ class ResourceManager:
             store=store,
             codec=config_codec or DefaultConfigCodec.for_policy(policy),
             notify=self._notify,
-            on_saved=None if observer is None else observer.saved,
+            keep_latest=observer is not None,
         )
         self._work = UnitOfWork(
             cache=self.cache,
@@ -239,19 +239,17 @@ class ResourceManager:
                     "start", f"policy {self._policy.name}", failed.reason, internal=failed.internal
                 ) from failed.__cause__
             if self._observer is not None:
-                self._observer.started(config, saved.data)
+                self._observer.started(config, saved.data, self._persistence.latest)
             self._drain_events()
             return saved.outcome
 
     def synchronize(self, pods: Sequence[Pod], containers: Sequence[Container]) -> list[Update]:
         """Reconcile with everything the runtime runs: containers gone are released, new ones
         allocated, survivors keep their resources. Returns updates for existing containers."""
-        call = (
-            None
-            if self._observer is None
-            else InboundCall("synchronize", pods=tuple(pods), containers=tuple(containers))
-        )
-        with self._operation("synchronize", "pods and containers", call) as work:
+        operation = _Operation(self, "synchronize", "pods and containers", None, None, None)
+        if self._observer is not None:
+            operation._pods, operation._containers = tuple(pods), tuple(containers)
+        with operation as work:
             updates = self._synchronize(pods, containers)
             work.commit()
         return list(updates)
@@ -420,9 +418,11 @@ class ResourceManager:
                     work.send_after_commit(updates)
                     work.commit()
             except OperationFailedError as failed:
-                self._heard(InboundCall("reconfigure", config=config, failure=failed.reason))
+                if self._observer is not None:
+                    self._observer.handled("reconfigure", config=config, failure=failed.reason)
                 return ReconfigureOutcome(False, failed.reason)
-            self._heard(InboundCall("reconfigure", config=config))
+            if self._observer is not None:
+                self._observer.handled("reconfigure", config=config)
             self._drain_events()
             return ReconfigureOutcome(True, updates=len(updates))
 
@@ -701,18 +701,13 @@ class ResourceManager:
         self,
         name: str,
         subject: str,
-        pod: Pod | InboundCall | None = None,
+        pod: Pod | None = None,
         container: Container | None = None,
         resources: LinuxResources | None = None,
     ) -> _Operation:
         """``with self._operation(name, subject) as work:`` one lifecycle operation; the
-        observer hears of it with the values the driver passed (``pod`` ... or a whole
-        :class:`InboundCall`)."""
+        observer hears of it with the values the driver passed."""
         return _Operation(self, name, subject, pod, container, resources)
-
-    def _heard(self, call: InboundCall) -> None:
-        if self._observer is not None:
-            self._observer.handled(call)
 
     def _handle_event(self, event: PolicyEvent) -> None:
         operation = f"event {event.kind}"
@@ -779,9 +774,6 @@ class ResourceManager:
         self._log.notice(Notice("policy", message, severity, container_id))
 
 
-_new_call = tuple.__new__
-"""Makes an :class:`InboundCall` from all its fields, on every request's path while observed."""
-
 _LIFECYCLE_ORDER = (ContainerState.CREATING, ContainerState.CREATED, ContainerState.RUNNING)
 _STARTED = object()
 """The state StartContainer moves a container to: running, or created while host settings
@@ -810,16 +802,26 @@ def _ctr_label(pod: Pod, container: Container) -> str:
 class _Operation:
     """A lifecycle operation: serialized, refused before start, one unit of work; the events
     the policy injected meanwhile are handled once it committed. The manager's inbound
-    observer (if any) hears of it once it committed or was refused."""
+    observer (if any) hears of it once it committed or was refused, with the values the driver
+    passed (a Synchronize's pods and containers: ``_pods``, ``_containers``)."""
 
-    __slots__ = ("_container", "_manager", "_name", "_pod", "_resources", "_subject")
+    __slots__ = (
+        "_container",
+        "_containers",
+        "_manager",
+        "_name",
+        "_pod",
+        "_pods",
+        "_resources",
+        "_subject",
+    )
 
     def __init__(
         self,
         manager: ResourceManager,
         name: str,
         subject: str,
-        pod: Pod | InboundCall | None,
+        pod: Pod | None,
         container: Container | None,
         resources: LinuxResources | None,
     ) -> None:
@@ -829,6 +831,8 @@ class _Operation:
         self._pod = pod
         self._container = container
         self._resources = resources
+        self._pods: tuple[Pod, ...] = ()
+        self._containers: tuple[Container, ...] = ()
 
     def __enter__(self) -> UnitOfWork:
         manager = self._manager
@@ -848,33 +852,31 @@ class _Operation:
     ) -> None:
         manager = self._manager
         try:
-            if manager._observer is None:
+            observer = manager._observer
+            if observer is None:
                 manager._work.end(exc)  # rolls back, raises OperationFailedError unless committed
-            else:
-                self._end_observed(exc)
+            else:  # the same, then the observer hears of it (also of a refusal)
+                failure: str | None = None
+                try:
+                    manager._work.end(exc)
+                except OperationFailedError as failed:
+                    failure = failed.reason
+                    raise
+                finally:
+                    if failure is None and exc is not None:  # not an Exception: not committed
+                        failure = type(exc).__name__
+                    # the fields as arguments: no call object made on every request's path
+                    observer.handled(
+                        self._name,
+                        self._pod,
+                        self._container,
+                        self._resources,
+                        self._pods,
+                        self._containers,
+                        None,
+                        failure,
+                    )
             if exc is None:
                 manager._drain_events()
         finally:
             manager._release()
-
-    def _end_observed(self, exc: BaseException | None) -> None:
-        """End the unit of work, then tell the observer (also of a refusal)."""
-        manager = self._manager
-        failure: str | None = None
-        try:
-            manager._work.end(exc)
-        except OperationFailedError as failed:
-            failure = failed.reason
-            raise
-        finally:
-            if failure is None and exc is not None:  # not an Exception: nothing was committed
-                failure = type(exc).__name__
-            pod = self._pod
-            if type(pod) is InboundCall:
-                call = pod if failure is None else pod._replace(failure=failure)
-            else:  # tuple.__new__ in C, not the named tuple's __new__ with keywords (3x faster)
-                call = _new_call(
-                    InboundCall,
-                    (self._name, pod, self._container, self._resources, (), (), None, failure),
-                )
-            manager._observer.handled(call)  # type: ignore[union-attr]  # observed: not None

@@ -47,7 +47,9 @@ class StatePersistence:
 
     Each save's snapshot is made from the cache's changes since the previous save
     (:class:`SnapshotSeries`) and listed when the store reads it. The configuration is stored
-    in its document form (``codec``), dumped once per configuration.
+    in its document form (``codec``), dumped once per configuration. With ``keep_latest``
+    the snapshot last handed to the store is kept for :meth:`latest` (an inbound observer
+    reads it where it wants the state; kept only then: the store's writer may let it go).
     """
 
     def __init__(
@@ -58,10 +60,11 @@ class StatePersistence:
         store: StateStore | None,
         codec: ConfigCodec,
         notify: NotifyFn,
-        on_saved: Callable[[Mapping[str, Any]], None] | None = None,
+        keep_latest: bool = False,
     ) -> None:
         self._cache = cache
-        self._on_saved = on_saved
+        self._keep_latest = keep_latest
+        self._latest: Mapping[str, Any] | None = None
         self._policy = policy
         self._store = store
         self._codec = codec
@@ -149,8 +152,13 @@ class StatePersistence:
             self._notify(f"state not saved (will retry): {exc}", Severity.ERROR, None)
             return
         cache.mark_clean()
-        if self._on_saved is not None:
-            self._on_saved(snapshot)
+        if self._keep_latest:
+            self._latest = snapshot
+
+    def latest(self) -> Mapping[str, Any] | None:
+        """The snapshot last handed to the store (kept with ``keep_latest``), ``None`` before
+        the first save."""
+        return self._latest
 
     def _config_document(self, config: PolicyConfig | None) -> dict[str, Any] | None:
         """The document form of ``config``, dumped once per configuration (configs are
