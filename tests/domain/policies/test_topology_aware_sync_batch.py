@@ -1,6 +1,7 @@
 """A Synchronize admits many containers at once with what one container's admission works out
-remembered for the next ones (``request_memo.py``, the planner's setups): its placements must
-be exactly those of admitting the containers one by one without any of it.
+remembered for the next ones (``request_memo.py``, the planner's setups, the scores of pools
+that only saw grants come and go worked out again from their last ones: ``PoolScorer.rescored``):
+its placements must be exactly those of admitting the containers one by one without any of it.
 
 Random pods of the property tests (every QoS class, annotations, affinities, devices with
 topology hints, memory pressure) plus requests no pool can take (more CPUs or memory than the
@@ -32,6 +33,7 @@ from nrirp.domain.model import Container, ContainerState, Pod
 from nrirp.domain.pipeline import OperationFailedError, ResourceManager
 from nrirp.domain.policies.topology_aware import planner as planner_module
 from nrirp.domain.policies.topology_aware import policy as policy_module
+from nrirp.domain.policies.topology_aware import scoring as scoring_module
 from nrirp.domain.policies.topology_aware.policy import TopologyAwarePolicy
 from tests.domain.policies.test_topology_aware_properties import (
     MACHINES,
@@ -57,7 +59,8 @@ class _Forgetful(dict[Any, Any]):
 
 @contextlib.contextmanager
 def memos_off() -> Iterator[None]:
-    """Every request worked out from its annotations, every plan set up anew."""
+    """Every request worked out from its annotations, every plan set up anew, every changed
+    pool scored in full."""
     original = planner_module.Planner.__init__
 
     def forgetful_init(self: planner_module.Planner, *args: Any, **kwargs: Any) -> None:
@@ -67,7 +70,22 @@ def memos_off() -> Iterator[None]:
     with (
         mock.patch.object(policy_module, "annotated", lambda pod: True),
         mock.patch.object(planner_module.Planner, "__init__", forgetful_init),
+        mock.patch.object(scoring_module.PoolScorer, "rescored", lambda *args: None),
     ):
+        yield
+
+
+@contextlib.contextmanager
+def counting_rescores(count: list[int]) -> Iterator[None]:
+    """Count in ``count[0]`` the scores worked out again from the last ones."""
+    original = scoring_module.PoolScorer.rescored
+
+    def counted(self: Any, pool: Any, old: Any) -> Any:
+        score = original(self, pool, old)
+        count[0] += score is not None
+        return score
+
+    with mock.patch.object(scoring_module.PoolScorer, "rescored", counted):
         yield
 
 
@@ -149,6 +167,8 @@ def one_by_one(name: str, config: dict[str, Any], specs: Sequence[PodSpec]) -> R
 def test_a_synchronize_places_as_one_by_one_admission(
     name: str, max_cpus: int, examples: int
 ) -> None:
+    rescored = [0]
+
     @settings(
         max_examples=max(10, examples // 2),
         deadline=None,
@@ -169,7 +189,8 @@ def test_a_synchronize_places_as_one_by_one_admission(
         fresh = [attrs.evolve(spec, name=f"q{spec.name[1:]}") for spec in later]
         rounds = [first, [*survivors, *fresh]]
 
-        batched, returned = synchronized(name, config, rounds)
+        with counting_rescores(rescored):
+            batched, returned = synchronized(name, config, rounds)
         with memos_off():
             plain, plain_returned = synchronized(name, config, rounds)
             single = one_by_one(name, config, first)
@@ -186,3 +207,4 @@ def test_a_synchronize_places_as_one_by_one_admission(
         assert refused == ids - grants(single.manager).keys()
 
     run()
+    assert rescored[0] > 0, "no example scored a pool again from its last score"

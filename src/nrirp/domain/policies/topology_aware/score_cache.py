@@ -21,9 +21,9 @@ from nrirp.domain.topology import MemoryType
 Signature = tuple[object, ...]
 """What a request's pool scores depend on besides the pools (:func:`request_signature`)."""
 
-_Entry = tuple[list[int], list[tuple[float, ...]], list[tuple[int, int, Score] | None]]
+_Entry = tuple[list[int], list[tuple[float, ...]], list[tuple[int, int, int, Score] | None]]
 """Pool indexes by lower bound, the bounds, and per pool the last score with what it read:
-``(supply version, allocatable shared, score)``."""
+``(supply version, allocatable shared, version of the CPU sets, score)``."""
 
 
 def request_signature(request: Request, size: int, types: frozenset[MemoryType]) -> Signature:
@@ -63,7 +63,9 @@ class ScoreCache:
         within what its fit allowed), and a changed pool is scored again only if its lower
         bounds (:meth:`PoolScorer.bound`, :meth:`PoolScorer.tighter_bound`) could beat the best
         viable score found: most decisions change a handful of pools, and pools of the wrong
-        depth or level, or with more containers, need no full look.
+        depth or level, or with more containers, need no full look. A pool that has only seen
+        grants come and go since its last score (same CPU sets, memory usage within what the
+        fit allowed) is scored again from that one (:meth:`PoolScorer.rescored`).
         """
         if signature is None:
             return [scorer.score(p) for p in pools], True
@@ -74,6 +76,7 @@ class ScoreCache:
             cached = self._entries[signature] = self._entry(pools, scorer, request, types)
         order, bounds, entries = cached
         version = self.supply.version
+        sets = self.supply.sets
         allocatable = scorer.allocatable
         touch = self.memory.pool_touch
         out: list[Score] = []
@@ -87,7 +90,7 @@ class ScoreCache:
             pid = pools[index].id
             entry = entries[index]
             if entry is not None and entry[0] == version[pid] and entry[1] == allocatable[pid]:
-                score = entry[2]
+                score = entry[3]
                 room = score.memory_room
                 bound = score.memory_bound
                 if room is None or touch[pid if bound is None else bound] <= room:
@@ -103,9 +106,19 @@ class ScoreCache:
             ):
                 complete = False
                 continue
-            score = scorer.score(pool)
             pid = pool.id
-            entries[index] = (version[pid], allocatable[pid], score) if score.stable else None
+            entry = entries[index]
+            again: Score | None = None
+            if entry is not None and entry[2] == sets[pid]:
+                last = entry[3]
+                room = last.memory_room
+                bound = last.memory_bound
+                if room is None or touch[pid if bound is None else bound] <= room:
+                    again = scorer.rescored(pool, last)
+            score = scorer.score(pool) if again is None else again
+            entries[index] = (
+                (version[pid], allocatable[pid], sets[pid], score) if score.stable else None
+            )
             out.append(score)
             if score.viable and (best is None or score.key < best):
                 best = score.key

@@ -222,6 +222,43 @@ class PoolScorer:
         stable = fit.stable and not self.weighted
         return Score(key, pool, viable, use_isolated, stable, fit.room, fit.bound)
 
+    def rescored(self, pool: Pool, old: Score) -> Score | None:
+        """What :meth:`score` gives for ``pool`` now, from ``old``, a stable score of it for
+        this request, when since then only grants came and went in the pool (its sharable
+        and isolated sets are the same, its memory usage within ``old.memory_room``): the
+        items that read the pool's allocatable shared capacity and colocation count are
+        worked out again, the others kept. ``None`` when that is not enough: a rooted
+        request, or a viability that changed (the memory fit is only looked at for a viable
+        pool)."""
+        if self.rooted:
+            return None
+        cpu = self.cpu
+        pid = pool.id
+        full, shared = self.full, cpu.shared
+        use_isolated = old.use_isolated
+        allocatable = self.allocatable[pid]
+        shared_left = allocatable - shared
+        if full and not use_isolated:
+            shared_left -= 1000 * full
+        viable = (use_isolated or not cpu.require_isolated) and (
+            shared_left >= 0 or (use_isolated and not shared)
+        )
+        if viable != old.viable:
+            return None
+        key = old.key
+        burst_key = 1 if self.burst_limit is not None and allocatable < self.burst_limit else 0
+        tail: tuple[float, ...]
+        if use_isolated:
+            tail = key[-4:]  # (-isolated, normal, 0, id): from the sets alone
+        elif full:
+            tail = (key[-4], -shared_left, 0, pid)
+        else:
+            tail = (key[-4], self.supply.colocated[pid], -shared_left, pid)
+        # see score(): capacity (3), affinity, types, fits, limit, burst, level, id, nodes,
+        # class (0-1), priority, depth, kind (3), id
+        key = (key[0], 0 if shared_left >= 0 else 1, *key[2:7], burst_key, *key[8:-4], *tail)
+        return Score(key, pool, viable, use_isolated, True, old.memory_room, old.memory_bound)
+
     def bound(
         self, pool: Pool, *, limit_key: int, nodes: int, has_types: bool
     ) -> tuple[float, ...]:

@@ -48,6 +48,10 @@ class Supply:
         self.version: list[int] = [0] * len(pools)
         """Bumped whenever anything a pool's score reads of its CPU supply changes (its sets,
         grants, members, count), so scores can be reused until then."""
+        self.sets: list[int] = [0] * len(pools)
+        """Bumped whenever a pool's sharable or isolated set changes: a score whose pool has
+        only seen grants come and go since is worked out again from its counts
+        (:meth:`PoolScorer.rescored`)."""
         self.fallback: list[CPUSet] = [self._fallback(p) for p in pools]
         self.dirty: set[int] = set()
         self.causes: dict[int, list[tuple[bool, str]]] = {}
@@ -152,6 +156,7 @@ class Supply:
     def _changed(self, pool_id: int, shrank: bool, cause: str) -> None:
         self.dirty.add(pool_id)
         self.version[pool_id] += 1
+        self.sets[pool_id] += 1
         self.free[pool_id] = 1000 * len(self.sharable[pool_id]) - self.shared_granted[pool_id]
         self._allocatable = None
         if cause:
@@ -170,16 +175,18 @@ class Supply:
         return text
 
     def take_isolated(self, pool: Pool, cpus: CPUSet) -> None:
-        version = self.version
+        version, sets = self.version, self.sets
         for p in self._touched(pool, cpus):
             self.isolated[p.id] = self.isolated[p.id] - cpus
             version[p.id] += 1
+            sets[p.id] += 1
 
     def return_isolated(self, pool: Pool, cpus: CPUSet) -> None:
-        version = self.version
+        version, sets = self.version, self.sets
         for p in self._touched(pool, cpus):
             self.isolated[p.id] = self.isolated[p.id] | (cpus & self.isolated_all[p.id])
             version[p.id] += 1
+            sets[p.id] += 1
 
     def grant_shared(self, pool: Pool, container_id: str, mcpu: int, *, member: bool) -> None:
         version, free = self.version, self.free
