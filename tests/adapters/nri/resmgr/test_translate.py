@@ -307,3 +307,41 @@ def test_objects_of_a_synchronization_share_their_repeated_parts() -> None:
     (other_key,) = second.labels
     assert key is other_key
     assert first.labels[key] is second.annotations["io.kubernetes.cri.sandbox-name"]
+
+
+_MOUNT_TEXT = st.one_of(
+    st.sampled_from(["", "/etc/hosts", "bind", "proc", "/dev/termination-log"]),
+    st.text(max_size=6),
+    st.integers(100, 300).map(lambda n: "/var/lib/kubelet/pods/" + "x" * n),  # 1-2 byte sizes
+    st.just("/" + "y" * 17000),  # a size of 3 bytes
+)
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.tuples(
+            _MOUNT_TEXT,
+            _MOUNT_TEXT,
+            _MOUNT_TEXT,
+            st.lists(st.sampled_from(["", "ro", "rbind", "nosuid", "mode=755"]), max_size=3),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_mounts_alike_but_for_their_source_read_as_each_one_says(
+    specs: list[tuple[str, str, str, list[str]]],
+) -> None:
+    """A mount whose wire form without its source was seen before (a container's own mounts
+    in every pod) takes destination, type and options from there: each one still reads as
+    its own fields say, first seen or not, the source of each its own."""
+    for sources in (0, 1):  # the same shapes again, with other sources
+        pb = api_pb2.Container(id="c", pod_sandbox_id="p")
+        for destination, mount_type, source, options in specs:
+            source = f"{source}/{sources}" if sources else source
+            pb.mounts.add(destination=destination, type=mount_type, source=source, options=options)
+        got = container_from_pb(pb).mounts
+        assert got == tuple(
+            Mount(m.destination, m.source, m.type, tuple(m.options)) for m in pb.mounts
+        )

@@ -8,6 +8,9 @@ hundreds at once, so they are made small: strings are interned (label and annota
 and values repeat across a pod's objects and across pods: names, uids, sandbox ids, image
 names), and a mount seen before (``/proc``, ``/dev``, ``/sys`` ... in every container) is the
 same :class:`Mount` object, found by its wire form; mounts with the same options share them.
+A new mount whose wire form without its source was seen before (a container's own mounts:
+``/etc/hosts``, the service account ... differ from another pod's in the source alone) takes
+its destination, type and options from there: only its source is read.
 """
 
 from __future__ import annotations
@@ -112,6 +115,8 @@ _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 _MOUNTS: dict[bytes, Mount] = {}
 _OPTIONS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_SHAPES: dict[bytes, tuple[str, str, tuple[str, ...]]] = {}
+"""Destination, type and options by the wire form of a mount without its source."""
 _MOUNTS_KEPT = 2048
 """Mounts remembered by wire form; forgotten all at once when there are more (those of every
 container, such as ``/proc``, are back after the next one)."""
@@ -126,17 +131,53 @@ def _mounts(mounts: Iterable[api_pb2.Mount]) -> tuple[Mount, ...]:
         key = serialize(m)
         mount = get(key)
         if mount is None:
-            options = tuple(m.options)
-            shared = _OPTIONS.get(options)  # a few dozen kinds in all
-            if shared is None:
-                shared = _OPTIONS[options] = tuple(map(intern, options))
-            mount = Mount(intern(m.destination), m.source, intern(m.type), shared)
+            shape = _without_source(key)
+            parts = _SHAPES.get(shape) if shape is not None else None
+            if parts is None:
+                options = tuple(m.options)
+                shared = _OPTIONS.get(options)  # a few dozen kinds in all
+                if shared is None:
+                    shared = _OPTIONS[options] = tuple(map(intern, options))
+                parts = (intern(m.destination), intern(m.type), shared)
+                if shape is not None:
+                    _SHAPES[shape] = parts
+            mount = Mount(parts[0], m.source, parts[1], parts[2])
             if len(known) >= _MOUNTS_KEPT:
                 known.clear()
                 _OPTIONS.clear()
+                _SHAPES.clear()
             known[key] = mount
         out.append(mount)
     return tuple(out)
 
 
 _SERIALIZE = api_pb2.Mount.SerializeToString
+
+
+def _without_source(wire: bytes) -> bytes | None:
+    """A mount's wire form (as ``_SERIALIZE`` writes it: fields in number order, unset ones
+    left out) without its ``source`` field, or ``None`` when the source is not where that
+    order puts it (after ``destination`` (1) and ``type`` (2), both under 128 bytes; a
+    source under 16 KiB). Two mounts with the same form without it differ in the source
+    alone."""
+    end = len(wire)
+    at = 0
+    if end and wire[0] == 0x0A:  # destination
+        size = wire[1]
+        if size & 0x80:
+            return None
+        at = 2 + size
+    if at < end and wire[at] == 0x12:  # type
+        size = wire[at + 1]
+        if size & 0x80:
+            return None
+        at += 2 + size
+    if at + 1 >= end or wire[at] != 0x1A:  # source
+        return None
+    size = wire[at + 1]
+    if not size & 0x80:
+        return wire[:at] + wire[at + 2 + size :]
+    high = wire[at + 2] if at + 2 < end else 0x80
+    if high & 0x80:
+        return None
+    return wire[:at] + wire[at + 3 + ((size & 0x7F) | (high << 7)) :]
