@@ -113,6 +113,55 @@ def test_calls_become_steps_in_order(tmp_path: Path) -> None:
     assert rec.steps == 11
 
 
+def test_a_call_looks_further_only_past_one_threshold(tmp_path: Path) -> None:
+    """On the pipeline's path a call compares one number; asked for the state (or once the
+    thread changed the thresholds) the next call looks, and the state it queues is the one
+    the pipeline saved last, read then (nothing is pushed per save)."""
+    rec = recorder(tmp_path / "rec.yaml")  # not opened: nothing is taken off the queue
+    looked: list[str] = []
+    real = rec._beyond
+
+    def spied(operation: str) -> None:
+        looked.append(operation)
+        real(operation)
+
+    rec._beyond = spied  # type: ignore[method-assign]
+    saved: list[Any] = [None]
+    rec.started(None, None, lambda: saved[-1])
+    pod = make_pod()
+    ctr = make_container(pod, "a")
+    rec.handled("run-pod", pod)
+    rec.handled("create-container", pod, ctr)
+    assert looked == [] and rec._limit > 0
+    rec.want_state(rec._states)  # the writer asks, from its thread
+    assert rec._limit == -1
+    rec.handled("create-container", pod, make_container(pod, "b"))  # followed: not here
+    rec.handled("start-container", pod, ctr)  # nor here
+    saved.append({"version": 1, "after": "stop-container"})
+    rec.handled("stop-container", pod, ctr)
+    assert looked == ["create-container", "start-container", "stop-container"]
+    assert rec._queue[-1] == ("snapshot", saved[-1]) and rec._limit > rec._queued
+    rec._look_again()  # the thread took what waited and reckoned anew
+    rec.handled("remove-container", pod, ctr)
+    rec.handled("stop-pod", pod)
+    assert looked[3:] == ["remove-container"] and rec._limit > rec._queued
+    rec.handled("create-container", pod, None)  # no container: no step, nothing stops
+    rec.open()
+    rec.close()
+    # the next part begins after the stop, with the state saved then
+    first = load_workload(str(tmp_path / "rec.yaml.1"))
+    assert [s.kind for s in first.steps] == [
+        "runPodSandbox",
+        "createContainer",
+        "createContainer",
+        "startContainer",
+        "stopContainer",
+    ]
+    current = load_workload(str(tmp_path / "rec.yaml"))
+    assert current.recording is not None and current.recording.state == saved[-1]
+    assert [s.kind for s in current.steps] == ["removeContainer", "stopPodSandbox"]
+
+
 def test_a_creation_keeps_its_container_alone(tmp_path: Path) -> None:
     """What the recorder keeps of a request is memory the next request cannot reuse: of a
     container's creation (and a pod's run) it keeps the container (the pod) its step is made

@@ -110,6 +110,8 @@ _HOW: dict[str, frozenset[str]] = {
 container's id, the pod (``run-pod``) or the container (``create-container``) alone when it
 succeeded (anything else: the call)."""
 
+_new_call = tuple.__new__  # an InboundCall from all its fields, in C
+
 
 def _no_state() -> None:
     return None  # before the start: nothing saved
@@ -291,9 +293,10 @@ class Recorder:
             elif how is _RUN and failure is None:
                 item = pod
                 size = 2048
-            else:
-                item = InboundCall(
-                    operation, pod, container, resources, pods, containers, config, failure
+            else:  # made in C (tuple.__new__), not by the named tuple's __new__
+                item = _new_call(
+                    InboundCall,
+                    (operation, pod, container, resources, pods, containers, config, failure),
                 )
                 size = _SIZES.get(operation) or 4096 * (1 + len(pods) + len(containers))
         queue = self._queue
@@ -411,6 +414,8 @@ class Recorder:
             if kind is Container or kind is Pod:  # a creation or a pod's run, succeeded
                 pause()
                 records.append((LINE, yaml_bytes(alone_step(item))))
+                continue
+            if item is None:  # a creation or a run without its container or pod: no step
                 continue
             if kind is InboundCall:
                 pause()
