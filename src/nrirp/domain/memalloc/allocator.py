@@ -366,6 +366,9 @@ class MemoryAllocator:
 
     def _moved(self, *, exclude: str) -> dict[str, CPUSet]:
         """Owners (other than ``exclude``) whose zone differs from before the journal began."""
+        journal = self._journal
+        if len(journal) == 1 and (journal[0][1] is None or journal[0][0] == exclude):
+            return {}  # the usual allocation: one owner placed, nobody moved
         first: dict[str, _Placed | None] = {}
         for owner, before in self._journal:
             first.setdefault(owner, before)
