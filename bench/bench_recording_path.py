@@ -59,7 +59,17 @@ class NullObserver:
     def started(self, config: Any, restored: Mapping[str, Any] | None, *rest: Any) -> None:
         pass
 
-    def handled(self, operation: str, *fields: Any) -> None:
+    def handled(
+        self,
+        operation: str,
+        pod: Any = None,
+        container: Any = None,
+        resources: Any = None,
+        pods: Any = (),
+        containers: Any = (),
+        config: Any = None,
+        failure: Any = None,
+    ) -> None:
         pass
 
 

@@ -49,10 +49,10 @@ class InboundObserver(Protocol):
     before anything ran) are not reported.
 
     Nothing is pushed that the observer may not need: the state saved after a call is there
-    to be read (``latest_state``, given at the start) on the pipeline's path, right after
-    that call was reported, when the observer wants it (a recorder, where a file ends); each
-    call comes as arguments, not as one value made for it (``docs/benchmarks.md``, Recording
-    under gomockrt: on a request's path every object made and every call counts).
+    to be read (``latest_state``, given at the start) from :meth:`handled`, when the
+    observer wants it (a recorder: where a file ends); each call comes as arguments, not as
+    one value made for it (``docs/benchmarks.md``, Recording under gomockrt: on a request's
+    path every object made and every call counts).
     """
 
     def started(
@@ -65,8 +65,8 @@ class InboundObserver(Protocol):
         start (``None``: none). ``latest_state()``, called from :meth:`handled`, gives the
         very snapshot the :class:`~nrirp.domain.ports.state_store.StateStore` last got (the
         state after that call: a call's save comes before it is reported; a lazily encoded
-        read-only mapping: read it off the pipeline, never modify it), ``None`` when nothing
-        was saved since the start (no store) or the saves failed."""
+        read-only mapping: read it off the pipeline, never modify it); ``None`` while no save
+        succeeded (no store, say: the start saves too)."""
         ...
 
     def handled(
