@@ -97,18 +97,15 @@ others but a Synchronize (4096 per object). Scaled by what the thread finds writ
 _IMPLIED = frozenset({"(implied)"})
 _POD = frozenset({"(pod id)"})
 _CONTAINER = frozenset({"(container id)"})
-_CALL = frozenset({"(the call)"})
-_CREATED = frozenset({"(the container alone)"})
 _RUN = frozenset({"(the pod alone)"})
 _HOW: dict[str, frozenset[str]] = {
     **dict.fromkeys(IMPLIED, _IMPLIED),
     **{op: _POD if by_id[0] == "pod" else _CONTAINER for op, by_id in BY_ID.items()},
-    "create-container": _CREATED,
     "run-pod": _RUN,
 }
 """What the recorder keeps of an operation, told apart by identity: nothing, the pod's or the
-container's id, the pod (``run-pod``) or the container (``create-container``) alone when it
-succeeded (anything else: the call)."""
+container's id, the pod alone when ``run-pod`` succeeded (a creation that succeeded keeps its
+container alone, told apart before this is looked at; anything else: the call)."""
 
 _new_call = tuple.__new__  # an InboundCall from all its fields, in C
 
@@ -166,7 +163,6 @@ class Recorder:
         """The writer asked for the state at a consistent point."""
         self._states = 0
         """States queued so far."""
-        self._refusing = False
         self._queued = 0
         """About the bytes of what was queued so far (written on the pipeline's path only)."""
         self._handed = 0
@@ -339,14 +335,12 @@ class Recorder:
             self._queue.append(item)
 
     def _overflow(self) -> None:
-        if not self._refusing:
-            self._refusing = True
+        if self._cap:  # not stopped yet
             self._cap = 0
             self._queue.append((STOP, f"{MAX_PENDING} calls queued and not recorded yet"))
 
     def _stopped_by(self, reason: str) -> None:
         """The writer stopped (any thread): log it once, queue nothing more."""
-        self._refusing = True
         self._cap = 0
         if self._stopped is None:
             self._stopped = reason
