@@ -12,11 +12,20 @@ machine whatever it runs, see ``--aa``):
 - ``on``: ``--record FILE`` with the default limits (4 MiB files, 4 of them), a fresh FILE
   per round;
 - ``against`` (with ``--against SRC``): the same as ``on``, by the ``nrirp`` package under
-  SRC (another checkout's ``src``, put first on ``PYTHONPATH``): an older recorder, say.
+  SRC (another checkout's ``src``, put first on ``PYTHONPATH``): an older recorder, say
+  (repeated: ``against1``, ``against2``, ... in the order given);
+- ``imports`` (with ``--control-imports MODULES``): no recording, the daemon started after
+  importing these modules (never used): a control that only loads more code.
+
+``--shuffle`` starts every run through ``bench/layout_shuffle.py`` with a fresh random seed:
+the heap laid out at random, so that a difference between variants is their work and not
+where their objects happen to land (a fixed layout per variant otherwise; see that file).
+With ``--control-imports`` every variant starts through that wrapper, shuffled or not.
 
     .venv/bin/python bench/gomockrt_record.py                  # 5 rounds each, 200 pods
     .venv/bin/python bench/gomockrt_record.py --rounds 20 --aa
     .venv/bin/python bench/gomockrt_record.py --rounds 20 --against /tmp/before/src
+    .venv/bin/python bench/gomockrt_record.py --rounds 81 --shuffle --control-imports decimal,email
 
 Prints CreateContainer p50/p99 per round and their medians per variant, the ratios to 'off',
 the median of the per-round differences of the p50s (a variant minus 'off': the runs of a
@@ -31,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
 import shlex
 import statistics
 import sys
@@ -73,10 +83,27 @@ def main() -> int:
     parser.add_argument(
         "--against",
         type=Path,
+        action="append",
+        default=[],
         metavar="SRC",
-        help="also record with the nrirp package under SRC (another checkout's src)",
+        help="also record with the nrirp package under SRC (another checkout's src); "
+        "repeat for more (variants against, against1, ...)",
+    )
+    parser.add_argument(
+        "--shuffle",
+        action="store_true",
+        help="lay every run's heap out at random (bench/layout_shuffle.py, a fresh seed each)",
+    )
+    parser.add_argument(
+        "--control-imports",
+        metavar="MODULES",
+        default="",
+        help="also run a variant that records nothing and imports these modules (commas)",
     )
     args = parser.parse_args()
+    wrapper = Path(__file__).with_name("layout_shuffle.py")
+    through_wrapper = args.shuffle or bool(args.control_imports)
+    seeds = random.Random()
 
     bindir = build() / "bin"
     workdir = Path(tempfile.mkdtemp(prefix="gomockrt-record-"))
@@ -87,7 +114,11 @@ def main() -> int:
     cgroups.mkdir()
     config = workdir / "config.yaml"
     config.write_text(CONFIG)
-    variants = ["off", "on"] + (["against"] if args.against else [])
+    against = {
+        f"against{number or ''}": source.resolve() for number, source in enumerate(args.against)
+    }
+    variants = ["off", "on", *against]
+    variants += ["imports"] if args.control_imports else []
     results: dict[str, list[tuple[float, float]]] = {variant: [] for variant in variants}
     recorded: list[tuple[int, int, int]] = []
     for number in range(args.rounds):
@@ -103,12 +134,22 @@ def main() -> int:
                 workdir / f"nrirp-{label}.log",
             )
             record = workdir / f"rec-{label}.yaml"
-            recording = variant != "off" and not args.aa
+            recording = (variant == "on" or variant in against) and not args.aa
+            if through_wrapper:
+                module = f"{shlex.quote(sys.executable)} -m nrirp "
+                assert command.startswith(module), command
+                wrapped = [sys.executable, str(wrapper)]
+                if args.shuffle:
+                    wrapped += ["--seed", str(seeds.randrange(2**32))]
+                if variant == "imports":
+                    wrapped += ["--import", args.control_imports]
+                wrapped.append("--")
+                command = " ".join(map(shlex.quote, wrapped)) + " " + command[len(module) :]
             if recording:  # the options go before the redirection
                 head, _, tail = command.partition(" --nri-socket ")
                 command = f"{head} --record {shlex.quote(str(record))} --nri-socket {tail}"
-            if variant == "against":
-                source = shlex.quote(str(args.against.resolve()))
+            if variant in against:
+                source = shlex.quote(str(against[variant]))
                 command = f"env PYTHONPATH={source} {command}"
             run, _ = nrimockrt_run(
                 bindir / "nrimockrt", workdir, label, command, VARIANTS[args.variant], args
@@ -124,7 +165,9 @@ def main() -> int:
                   f"p99 {p99:8.1f} us", file=sys.stderr)  # fmt: skip
     print(
         f"\n{args.machine}: {args.pods} live pods (-qos mix, {args.variant}), sync {args.sync}, "
-        f"{args.rounds} interleaved rounds" + (" (A/A: nothing recorded)" if args.aa else "")
+        f"{args.rounds} interleaved rounds"
+        + (" (A/A: nothing recorded)" if args.aa else "")
+        + (", heap layout shuffled per run" if args.shuffle else "")
     )
     print(f"{'variant':<10}{'p50 med':>10}{'p99 med':>10}  p50 per round / p99 per round")
     medians: dict[str, tuple[float, float]] = {}
