@@ -9,10 +9,10 @@ their layouts as well as their work (Mytkowicz et al., "Producing wrong data wit
 anything obviously wrong!", ASPLOS 2009; Curtsinger and Berger, "Stabilizer", ASPLOS 2013).
 Address space randomization and string-hash randomization already vary the rest per process;
 this wrapper varies the heap layout too: before the daemon's first import it allocates, from
-``--seed``, a random number of blocks of every small-object size class of the allocator (and
-one random-sized large block), and keeps them, so every object the daemon makes afterwards
-sits at a random offset. Each variant run under a fresh seed samples the layouts; the
-difference of two variants over many rounds is then their work, not their layout.
+``--seed``, a random number of blocks of every small-object size class of the allocator from
+16 bytes up (and one random-sized large block), and keeps them, so every object the daemon
+makes afterwards sits at a random offset. Each variant run under a fresh seed samples the
+layouts; the difference of two variants over many rounds is then their work, not their layout.
 
 ``--import`` imports modules first (never used): a control that loads code doing nothing.
 
