@@ -8,6 +8,7 @@ import pytest
 from nrirp.adapters.fakehw import (
     FakeHardwareDiscovery,
     MachineSpecError,
+    check_describable,
     load_machine,
     machine_names,
     spec_from_data,
@@ -18,7 +19,7 @@ from nrirp.adapters.fakehw.spec import CacheInstanceSpec, CacheLevelSpec, CacheS
 from nrirp.adapters.sysfs import SysfsDiscovery
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.ports.hardware import HardwareDiscoveryError
-from nrirp.domain.topology import CacheType, MemoryType
+from nrirp.domain.topology import CPU, CacheType, Machine, MemoryType, NumaNode
 
 SMALL = [name for name in machine_names() if name != "sparse-8s-4096"]
 
@@ -84,3 +85,29 @@ def _plain(level: CacheLevelSpec) -> dict[str, object]:
 
     data: dict[str, object] = converter.unstructure(level)
     return data
+
+
+def _node_across_packages() -> Machine:
+    """Two NUMA nodes, the first with a CPU in each of two packages."""
+    cpus = [CPU(0, 0, 0, 0, 0, 0), CPU(1, 1, 0, 1, 1, 0), CPU(2, 1, 0, 2, 2, 1)]
+    nodes = [
+        NumaNode(0, CPUSet.parse("0-1"), 1 << 30, distances={0: 10, 1: 20}),
+        NumaNode(1, CPUSet.parse("2"), 1 << 30, distances={0: 20, 1: 10}),
+    ]
+    return Machine.build(cpus, nodes, [], CPUSet())
+
+
+def test_a_numa_node_across_packages_cannot_be_described() -> None:
+    machine = _node_across_packages()
+    with pytest.raises(ValueError, match="NUMA node 0 spans 2 dies or packages"):
+        check_describable(machine)
+    with pytest.raises(ValueError, match="NUMA node 0 spans 2 dies or packages"):
+        spec_of_machine(machine)
+
+
+def test_one_node_across_packages_is_a_kernel_without_numa() -> None:
+    cpus = [CPU(0, 0, 0, 0, 0, 0), CPU(1, 1, 0, 1, 1, 0)]
+    machine = Machine.build(cpus, [NumaNode(0, CPUSet.parse("0-1"), 1 << 30)], [], CPUSet())
+    check_describable(machine)  # described as one node per die, merged back at discovery
+    spec, memory_types = spec_of_machine(machine)
+    assert FakeHardwareDiscovery(spec, memory_types).discover().online == machine.online

@@ -24,8 +24,10 @@ from nrirp.app.simulator import build_simulator, load_workload, parse_workload, 
 from nrirp.app.simulator.from_recording import recorded_machine, use_recording_state
 from nrirp.app.simulator.results import StepResult
 from nrirp.app.simulator.workload import Workload
+from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import LinuxResources
 from nrirp.domain.ports.inbound import InboundCall
+from nrirp.domain.topology import CPU, Machine, NumaNode
 from tests.domain.support import FakeConfig, make_container, make_pod
 
 MACHINE = "box-16"
@@ -193,6 +195,55 @@ def test_the_machine_is_the_nodes(tmp_path: Path) -> None:
     assert workload.steps == () and workload.recording is not None
     again = recorded_machine(workload.recording, "rec.yaml").discover()
     assert again == machine()
+
+
+def test_the_machines_description_is_not_kept_between_parts(tmp_path: Path) -> None:
+    # made for each part's header on the thread and let go once written: memory made before
+    # the daemon serves costs its requests (docs/benchmarks.md)
+    rec = recorder(tmp_path / "rec.yaml")
+    rec.open()
+    rec.started(None, None, nothing_saved)
+    deadline = time.monotonic() + 10
+    while b"steps:" not in (tmp_path / "rec.yaml").read_bytes():
+        assert time.monotonic() < deadline, "the first part's header was never written"
+        time.sleep(0.01)
+    assert not _reachable_headers(rec, skip=rec._machine)
+    rec.close()
+    assert b"memoryTypes" in (tmp_path / "rec.yaml").read_bytes()
+
+
+def _reachable_headers(root: object, skip: object) -> list[dict[str, Any]]:
+    """Dicts with a ``machine`` and ``memoryTypes`` key reachable from ``root`` (not through
+    ``skip``, modules, classes or functions)."""
+    seen = {id(skip)}
+    found = []
+    todo = [root]
+    while todo:
+        item = todo.pop()
+        if id(item) in seen or isinstance(item, type | type(os) | type(machine)):
+            continue
+        seen.add(id(item))
+        if isinstance(item, dict) and "machine" in item and "memoryTypes" in item:
+            found.append(item)
+        todo.extend(gc.get_referents(item))
+    return found
+
+
+def test_a_machine_a_spec_cannot_describe_is_refused_at_open(tmp_path: Path) -> None:
+    cpus = [CPU(0, 0, 0, 0, 0, 0), CPU(1, 1, 0, 1, 1, 0), CPU(2, 1, 0, 2, 2, 1)]
+    nodes = [
+        NumaNode(0, CPUSet.parse("0-1"), 1 << 30, distances={0: 10, 1: 20}),
+        NumaNode(1, CPUSet.parse("2"), 1 << 30, distances={0: 20, 1: 10}),
+    ]
+    rec = Recorder(
+        str(tmp_path / "rec.yaml"),
+        policy="recording",
+        machine=Machine.build(cpus, nodes, [], CPUSet()),
+        dump_config=lambda config: {},
+    )
+    with pytest.raises(RecordingError, match=r"cannot describe this machine.*NUMA node 0 spans"):
+        rec.open()
+    assert not (tmp_path / "rec.yaml").exists()
 
 
 def test_an_older_recording_is_kept_and_bad_limits_are_refused(tmp_path: Path) -> None:

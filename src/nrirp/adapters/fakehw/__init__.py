@@ -10,7 +10,7 @@ from nrirp.adapters.fakehw.catalogue import (
 from nrirp.adapters.fakehw.discovery import FakeHardwareDiscovery
 from nrirp.adapters.fakehw.errors import MachineSpecError
 from nrirp.adapters.fakehw.expected import machine_of
-from nrirp.adapters.fakehw.from_machine import spec_of_machine
+from nrirp.adapters.fakehw.from_machine import check_describable, spec_of_machine
 from nrirp.adapters.fakehw.hints import FakeTopologyHints, device_hints
 from nrirp.adapters.fakehw.host_writer import FakeHostTree, write_host
 from nrirp.adapters.fakehw.layout import Layout, resolve
@@ -39,6 +39,7 @@ __all__ = [
     "MachineSpecError",
     "SysfsTreeError",
     "UnknownMachineError",
+    "check_describable",
     "device_hints",
     "expected_machine",
     "load_machine",

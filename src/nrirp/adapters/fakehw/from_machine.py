@@ -39,6 +39,7 @@ def spec_of_machine(
     """The explicit spec of ``machine`` and the memory type of every node (pass them to
     ``FakeHardwareDiscovery(spec, memory_types)``). Raises ``ValueError`` for a NUMA node
     spanning dies or packages (the spec has no way to say it)."""
+    check_describable(machine)
     ids = sorted(machine.nodes)
     # one node is what a kernel without NUMA shows too (with every CPU, whatever the packages):
     # described as such, whatever the CPUs' packages and dies
@@ -47,15 +48,7 @@ def spec_of_machine(
     for node in machine.nodes.values():
         if not node.cpus:
             continue
-        parts: dict[tuple[int, int], dict[int, list[CPU]]] = defaultdict(dict)
-        for cpu_id in node.cpus:
-            cpu = machine.cpus[cpu_id]
-            parts[(cpu.package_id, cpu.die_id)].setdefault(cpu.core_id, []).append(cpu)
-        if numa and len(parts) > 1:
-            raise ValueError(
-                f"NUMA node {node.id} spans {len(parts)} dies or packages: a machine spec "
-                "cannot describe it"
-            )
+        parts = _parts(machine, node.cpus)
         # without NUMA, one node per die: the spec's kernel without NUMA merges them into node 0
         for index, ((package, die), cores) in enumerate(sorted(parts.items())):
             nodes.append(
@@ -89,6 +82,29 @@ def spec_of_machine(
         numa=numa,
     )
     return spec, {node.id: node.memory_type for node in machine.nodes.values()}
+
+
+def check_describable(machine: Machine) -> None:
+    """Raise ``ValueError`` when :func:`spec_of_machine` cannot describe ``machine`` (a NUMA
+    node spanning dies or packages), without describing it."""
+    if len(machine.nodes) < 2:
+        return
+    for node in machine.nodes.values():
+        dies = {(machine.cpus[i].package_id, machine.cpus[i].die_id) for i in node.cpus}
+        if len(dies) > 1:
+            raise ValueError(
+                f"NUMA node {node.id} spans {len(dies)} dies or packages: a machine spec "
+                "cannot describe it"
+            )
+
+
+def _parts(machine: Machine, cpus: CPUSet) -> dict[tuple[int, int], dict[int, list[CPU]]]:
+    """The CPUs of ``cpus`` by (package, die), then by core."""
+    parts: dict[tuple[int, int], dict[int, list[CPU]]] = defaultdict(dict)
+    for cpu_id in cpus:
+        cpu = machine.cpus[cpu_id]
+        parts[(cpu.package_id, cpu.die_id)].setdefault(cpu.core_id, []).append(cpu)
+    return parts
 
 
 def _core(core_id: int, threads: list[CPU]) -> CoreSpec:

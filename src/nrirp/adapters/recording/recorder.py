@@ -200,31 +200,45 @@ class Recorder:
 
     # ------------------------------------------------------------------ lifecycle
     def open(self) -> None:
-        """Describe the machine, move an older recording at the path aside (``.1``), create
-        the file and start the writer; raises :class:`RecordingError`."""
-        from nrirp.adapters.fakehw import spec_of_machine, spec_to_data
+        """Move an older recording at the path aside (``.1``), create the file and start the
+        writer; raises :class:`RecordingError` (also for a machine a spec cannot describe).
+
+        The machine is described by the thread, for each part's header, and let go once
+        written: kept, its description was memory the daemon had made before serving, and
+        it cost CreateContainer a few microseconds under the Go harness
+        (``docs/benchmarks.md``, recording with the heap laid out at random)."""
+        from nrirp.adapters.fakehw import check_describable
 
         try:
-            spec, memory_types = spec_of_machine(self._machine, name=self._node or "recorded")
+            check_describable(self._machine)
         except ValueError as exc:
             raise RecordingError(f"cannot describe this machine for a recording: {exc}") from None
-        header = {
-            "format": FORMAT,
-            "policy": self._policy,
-            "machine": spec_to_data(spec),
-            "memoryTypes": [f"{node}={kind.value}" for node, kind in sorted(memory_types.items())],
-            "node": self._node,
-        }
         self.files.start()
         self._writer = RecordingWriter(
             self.files,
-            header,
+            self._header,
+            policy=self._policy,
+            node=self._node,
             want_state=self.want_state,
             stopped=self._stopped_by,
             now=self._now,
         )
         self._thread = threading.Thread(target=self._run, name="nrirp-recorder", daemon=True)
         self._thread.start()
+
+    def _header(self) -> dict[str, Any]:
+        """What every part's header begins with: the format, the policy, the machine (a
+        machine spec) and its memory types, the node."""
+        from nrirp.adapters.fakehw import spec_of_machine, spec_to_data
+
+        spec, memory_types = spec_of_machine(self._machine, name=self._node or "recorded")
+        return {
+            "format": FORMAT,
+            "policy": self._policy,
+            "machine": spec_to_data(spec),
+            "memoryTypes": [f"{node}={kind.value}" for node, kind in sorted(memory_types.items())],
+            "node": self._node,
+        }
 
     def attach(self, yield_to: Foreground | None = None) -> None:
         """Have the thread step aside while ``yield_to`` is busy (the NRI handlers)."""

@@ -52,8 +52,10 @@ def soft_limit(max_bytes: int) -> int:
 
 
 class RecordingWriter:
-    """Writes records to ``files`` (see the module). ``header``: the keys every part's
-    header starts with (format, policy, machine, memory types, node); ``want_state(seen)`` asks
+    """Writes records to ``files`` (see the module). ``header()``: the keys every part's
+    header starts with (format, policy, machine, memory types, node), made anew for each part
+    (nothing of the machine's description stays in memory between parts); ``policy`` and
+    ``node`` name the recording in each part's description line; ``want_state(seen)`` asks
     the recorder for a ``STATE`` record (a consistent point to begin the next part; ``seen``:
     how many it has had);
     ``stopped(reason)`` is told once when the recording stops; ``now`` gives the time for
@@ -62,16 +64,18 @@ class RecordingWriter:
     def __init__(
         self,
         files: RecordingFiles,
-        header: dict[str, Any],
+        header: Callable[[], dict[str, Any]],
         *,
+        policy: str,
+        node: str = "",
         want_state: Callable[[int], None],
         stopped: Callable[[str], None],
         now: Callable[[], float] = time.time,
     ) -> None:
         self.files = files
         self._header = header
-        self._policy = str(header.get("policy", ""))
-        self._node = str(header.get("node", ""))
+        self._policy = policy
+        self._node = node
         self._usable = files.limits.max_bytes - END_MARK_RESERVE
         self._soft = soft_limit(files.limits.max_bytes)
         self._want_state = want_state
@@ -186,7 +190,7 @@ class RecordingWriter:
         self._part += 1
         started = self._time()
         header = yaml_bytes(
-            {**self._header, "config": self._config, "started": started, "part": self._part}
+            {**self._header(), "config": self._config, "started": started, "part": self._part}
         )
         if state is not None:  # the state's JSON as it came, last
             header = header[:-1] + b',"state":' + state + b"}"
