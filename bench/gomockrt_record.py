@@ -17,6 +17,12 @@ machine whatever it runs, see ``--aa``):
 - ``imports`` (with ``--control-imports MODULES``): no recording, the daemon started after
   importing these modules (never used): a control that only loads more code.
 
+``--route SRC`` starts ``off``, ``on`` and ``imports`` through ``env PYTHONPATH=SRC`` as well
+(SRC: an exact copy of this ``src``), and adds ``direct``: ``off`` started as without
+``--route`` (the package found through the virtual environment). How a variant is started
+moves the p50 by as much as recording does (an exact copy through ``env PYTHONPATH`` made
++5 us against ``on``), so compare variants started the same way.
+
 ``--shuffle`` starts every run through ``bench/layout_shuffle.py`` with a fresh random seed:
 the heap laid out at random, so that a difference between variants is their work and not
 where their objects happen to land (a fixed layout per variant otherwise; see that file).
@@ -90,6 +96,13 @@ def main() -> int:
         "repeat for more (variants against, against1, ...)",
     )
     parser.add_argument(
+        "--route",
+        type=Path,
+        metavar="SRC",
+        help="start 'off', 'on' and 'imports' with the nrirp package under SRC (an exact copy "
+        "of src) through env PYTHONPATH too: every variant started the same way as --against's",
+    )
+    parser.add_argument(
         "--shuffle",
         action="store_true",
         help="lay every run's heap out at random (bench/layout_shuffle.py, a fresh seed each)",
@@ -119,6 +132,7 @@ def main() -> int:
     }
     variants = ["off", "on", *against]
     variants += ["imports"] if args.control_imports else []
+    variants += ["direct"] if args.route else []
     results: dict[str, list[tuple[float, float]]] = {variant: [] for variant in variants}
     recorded: list[tuple[int, int, int]] = []
     for number in range(args.rounds):
@@ -148,9 +162,9 @@ def main() -> int:
             if recording:  # the options go before the redirection
                 head, _, tail = command.partition(" --nri-socket ")
                 command = f"{head} --record {shlex.quote(str(record))} --nri-socket {tail}"
-            if variant in against:
-                source = shlex.quote(str(against[variant]))
-                command = f"env PYTHONPATH={source} {command}"
+            source_dir = against.get(variant) or (None if variant == "direct" else args.route)
+            if source_dir is not None:
+                command = f"env PYTHONPATH={shlex.quote(str(source_dir.resolve()))} {command}"
             run, _ = nrimockrt_run(
                 bindir / "nrimockrt", workdir, label, command, VARIANTS[args.variant], args
             )
@@ -168,6 +182,7 @@ def main() -> int:
         f"{args.rounds} interleaved rounds"
         + (" (A/A: nothing recorded)" if args.aa else "")
         + (", heap layout shuffled per run" if args.shuffle else "")
+        + (f", every variant through env PYTHONPATH ({args.route})" if args.route else "")
     )
     print(f"{'variant':<10}{'p50 med':>10}{'p99 med':>10}  p50 per round / p99 per round")
     medians: dict[str, tuple[float, float]] = {}
