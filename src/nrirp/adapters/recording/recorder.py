@@ -203,10 +203,9 @@ class Recorder:
         """Move an older recording at the path aside (``.1``), create the file and start the
         writer; raises :class:`RecordingError` (also for a machine a spec cannot describe).
 
-        The machine is described by the thread, for each part's header, and let go once
-        written: kept, its description was memory the daemon had made before serving, and
-        it cost CreateContainer a few microseconds under the Go harness
-        (``docs/benchmarks.md``, recording with the heap laid out at random)."""
+        The machine is described by the thread for each part's header (7 ms for 112 CPUs,
+        55 ms for 4,096) and let go once written: kept, it was 59 KiB to 2.4 MiB of memory
+        for the whole run."""
         from nrirp.adapters.fakehw import check_describable
 
         try:
