@@ -100,7 +100,8 @@ def main() -> int:
         type=Path,
         metavar="SRC",
         help="start 'off', 'on' and 'imports' with the nrirp package under SRC (an exact copy "
-        "of src) through env PYTHONPATH too: every variant started the same way as --against's",
+        "of src) through env PYTHONPATH too: every variant started the same way as --against's; "
+        "adds 'direct' ('off' started without it)",
     )
     parser.add_argument(
         "--shuffle",

@@ -41,6 +41,17 @@ def small_machine() -> Machine:
     return Machine.build(cpus, nodes)
 
 
+def node_across_packages_machine() -> Machine:
+    """Two NUMA nodes, the first with a CPU in each of two packages (a machine spec cannot
+    describe it)."""
+    cpus = [CPU(0, 0, 0, 0, 0, 0), CPU(1, 1, 0, 1, 1, 0), CPU(2, 1, 0, 2, 2, 1)]
+    nodes = [
+        NumaNode(0, CPUSet.parse("0-1"), GiB, distances={0: 10, 1: 20}),
+        NumaNode(1, CPUSet.parse("2"), GiB, distances={0: 20, 1: 10}),
+    ]
+    return Machine.build(cpus, nodes)
+
+
 def make_pod(name: str = "pod0", namespace: str = "default", **kw: Any) -> Pod:
     kw.setdefault("cgroup_parent", f"/kubepods/burstable/pod-{name}")
     return Pod(id=f"id-{name}", name=name, uid=f"uid-{name}", namespace=namespace, **kw)

@@ -20,6 +20,7 @@ from nrirp.adapters.sysfs import SysfsDiscovery
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.ports.hardware import HardwareDiscoveryError
 from nrirp.domain.topology import CPU, CacheType, Machine, MemoryType, NumaNode
+from tests.domain.support import node_across_packages_machine
 
 SMALL = [name for name in machine_names() if name != "sparse-8s-4096"]
 
@@ -87,18 +88,8 @@ def _plain(level: CacheLevelSpec) -> dict[str, object]:
     return data
 
 
-def _node_across_packages() -> Machine:
-    """Two NUMA nodes, the first with a CPU in each of two packages."""
-    cpus = [CPU(0, 0, 0, 0, 0, 0), CPU(1, 1, 0, 1, 1, 0), CPU(2, 1, 0, 2, 2, 1)]
-    nodes = [
-        NumaNode(0, CPUSet.parse("0-1"), 1 << 30, distances={0: 10, 1: 20}),
-        NumaNode(1, CPUSet.parse("2"), 1 << 30, distances={0: 20, 1: 10}),
-    ]
-    return Machine.build(cpus, nodes, [], CPUSet())
-
-
 def test_a_numa_node_across_packages_cannot_be_described() -> None:
-    machine = _node_across_packages()
+    machine = node_across_packages_machine()
     with pytest.raises(ValueError, match="NUMA node 0 spans 2 dies or packages"):
         check_describable(machine)
     with pytest.raises(ValueError, match="NUMA node 0 spans 2 dies or packages"):

@@ -9,6 +9,7 @@ import gc
 import os
 import threading
 import time
+import types
 import weakref
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,14 @@ from nrirp.app.simulator import build_simulator, load_workload, parse_workload, 
 from nrirp.app.simulator.from_recording import recorded_machine, use_recording_state
 from nrirp.app.simulator.results import StepResult
 from nrirp.app.simulator.workload import Workload
-from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import LinuxResources
 from nrirp.domain.ports.inbound import InboundCall
-from nrirp.domain.topology import CPU, Machine, NumaNode
-from tests.domain.support import FakeConfig, make_container, make_pod
+from tests.domain.support import (
+    FakeConfig,
+    make_container,
+    make_pod,
+    node_across_packages_machine,
+)
 
 MACHINE = "box-16"
 KiB = 1 << 10
@@ -220,7 +224,7 @@ def _reachable_headers(root: object, skip: object) -> list[dict[str, Any]]:
     todo = [root]
     while todo:
         item = todo.pop()
-        if id(item) in seen or isinstance(item, type | type(os) | type(machine)):
+        if id(item) in seen or isinstance(item, type | types.ModuleType | types.FunctionType):
             continue
         seen.add(id(item))
         if isinstance(item, dict) and "machine" in item and "memoryTypes" in item:
@@ -230,15 +234,10 @@ def _reachable_headers(root: object, skip: object) -> list[dict[str, Any]]:
 
 
 def test_a_machine_a_spec_cannot_describe_is_refused_at_open(tmp_path: Path) -> None:
-    cpus = [CPU(0, 0, 0, 0, 0, 0), CPU(1, 1, 0, 1, 1, 0), CPU(2, 1, 0, 2, 2, 1)]
-    nodes = [
-        NumaNode(0, CPUSet.parse("0-1"), 1 << 30, distances={0: 10, 1: 20}),
-        NumaNode(1, CPUSet.parse("2"), 1 << 30, distances={0: 20, 1: 10}),
-    ]
     rec = Recorder(
         str(tmp_path / "rec.yaml"),
         policy="recording",
-        machine=Machine.build(cpus, nodes, [], CPUSet()),
+        machine=node_across_packages_machine(),
         dump_config=lambda config: {},
     )
     with pytest.raises(RecordingError, match=r"cannot describe this machine.*NUMA node 0 spans"):
