@@ -15,6 +15,7 @@ from nrirp.domain.topology import (
     NumaNode,
     TopologyError,
 )
+from tests.domain.support import node_across_packages_machine
 
 DIST = {
     0: {0: 10, 1: 21, 2: 17, 3: 28},
@@ -198,3 +199,13 @@ def test_build_rejects_inconsistent_input(
 ) -> None:
     with pytest.raises(TopologyError, match=message):
         Machine.build(cpus, nodes, caches, CPUSet.parse(isolated))
+
+
+def test_nodes_across_dies_names_each_node_on_more_than_one_die_or_package() -> None:
+    assert node_across_packages_machine().nodes_across_dies() == {0: 2}
+    assert two_socket().nodes_across_dies() == {}
+    one_node = Machine.build(
+        [CPU(0, 0, 0, 0, 0, 0), CPU(1, 1, 0, 1, 1, 0)],
+        [NumaNode(0, CPUSet.parse("0-1"), 1 << 30)],
+    )
+    assert one_node.nodes_across_dies() == {}  # one node: a kernel without NUMA shows that

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import subprocess
+import sys
 import threading
 import time
 import types
@@ -243,6 +245,28 @@ def test_a_machine_a_spec_cannot_describe_is_refused_at_open(tmp_path: Path) -> 
     with pytest.raises(RecordingError, match=r"cannot describe this machine.*NUMA node 0 spans"):
         rec.open()
     assert not (tmp_path / "rec.yaml").exists()
+
+
+def test_opening_imports_no_machine_spec_package(tmp_path: Path) -> None:
+    """The daemon opens its recording before it serves: the machine spec's package
+    (``fakehw``, 38 modules) waits for the thread's first write."""
+    script = f"""
+import sys
+from nrirp.adapters.recording import Recorder
+from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.topology import CPU, Machine, NumaNode
+machine = Machine.build([CPU(0, 0, 0, 0, 0, 0)], [NumaNode(0, CPUSet.parse("0"), 1 << 30)])
+rec = Recorder({str(tmp_path / "rec.yaml")!r}, policy="p", machine=machine, dump_config=dict)
+rec.open()
+opened = "nrirp.adapters.fakehw" in sys.modules
+rec.started(None, None, lambda: None)
+rec.close()
+print(opened, "nrirp.adapters.fakehw" in sys.modules)
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.split() == ["False", "True"]  # imported by the thread, to write
 
 
 def test_an_older_recording_is_kept_and_bad_limits_are_refused(tmp_path: Path) -> None:

@@ -87,15 +87,12 @@ def spec_of_machine(
 def check_describable(machine: Machine) -> None:
     """Raise ``ValueError`` when :func:`spec_of_machine` cannot describe ``machine`` (a NUMA
     node spanning dies or packages), without describing it."""
-    if len(machine.nodes) < 2:
-        return
-    for node in machine.nodes.values():
-        dies = {(machine.cpus[i].package_id, machine.cpus[i].die_id) for i in node.cpus}
-        if len(dies) > 1:
-            raise ValueError(
-                f"NUMA node {node.id} spans {len(dies)} dies or packages: a machine spec "
-                "cannot describe it"
-            )
+    across = machine.nodes_across_dies()
+    if across:
+        node, dies = min(across.items())
+        raise ValueError(
+            f"NUMA node {node} spans {dies} dies or packages: a machine spec cannot describe it"
+        )
 
 
 def _parts(machine: Machine, cpus: CPUSet) -> dict[tuple[int, int], dict[int, list[CPU]]]:

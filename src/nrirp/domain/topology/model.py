@@ -269,6 +269,18 @@ class Machine:
     def cpus_of_type(self, core_type: CoreType) -> CPUSet:
         return CPUSet.from_ids(c.id for c in self.cpus.values() if c.core_type is core_type)
 
+    def nodes_across_dies(self) -> dict[int, int]:
+        """NUMA nodes whose CPUs are on more than one die or package, with how many (none
+        when the machine has one node: a kernel without NUMA shows one, whatever the dies)."""
+        if len(self.nodes) < 2:
+            return {}
+        cpus = self.cpus
+        spans = {
+            node.id: len({(cpus[i].package_id, cpus[i].die_id) for i in node.cpus})
+            for node in self.nodes.values()
+        }
+        return {node: dies for node, dies in spans.items() if dies > 1}
+
     # ---------------------------------------------------------------- CPU sets by domain
     def package_cpus(self, package_id: int) -> CPUSet:
         return self.packages[package_id].cpus
