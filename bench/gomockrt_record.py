@@ -16,6 +16,9 @@ machine whatever it runs, see ``--aa``):
   (repeated: ``against1``, ``against2``, ... in the order given);
 - ``imports`` (with ``--control-imports MODULES``): no recording, the daemon started after
   importing these modules (never used): a control that only loads more code.
+- ``padded`` (with ``--padded``): no recording, an environment variable as long as what
+  ``--record FILE`` adds to ``on``'s arguments: a control for where the process's stack
+  begins (arguments and environment lie above it).
 
 ``--route SRC`` starts ``off``, ``on`` and ``imports`` through ``env PYTHONPATH=SRC`` as well
 (SRC: an exact copy of this ``src``), and adds ``direct``: ``off`` started as without
@@ -59,6 +62,9 @@ from gomockrt_topology_aware import CONFIG, VARIANTS, build, daemon_command, eve
 
 from nrirp.adapters.fakehw import load_machine, resolve, write_sysfs
 from nrirp.adapters.fakehw.discovery import scratch_dir
+
+PAD = "NRIRP_BENCH_PAD"
+"""The variable 'padded' adds to the environment (nothing reads it)."""
 
 
 def sign_test(above: int, below: int) -> float:
@@ -114,6 +120,12 @@ def main() -> int:
         default="",
         help="also run a variant that records nothing and imports these modules (commas)",
     )
+    parser.add_argument(
+        "--padded",
+        action="store_true",
+        help="also run 'padded': 'off' with an environment variable as long as the bytes "
+        "'--record FILE' adds to 'on''s arguments (both lie at the top of the process's stack)",
+    )
     args = parser.parse_args()
     wrapper = Path(__file__).with_name("layout_shuffle.py")
     through_wrapper = args.shuffle or bool(args.control_imports)
@@ -133,6 +145,7 @@ def main() -> int:
     }
     variants = ["off", "on", *against]
     variants += ["imports"] if args.control_imports else []
+    variants += ["padded"] if args.padded else []
     variants += ["direct"] if args.route else []
     results: dict[str, list[tuple[float, float]]] = {variant: [] for variant in variants}
     recorded: list[tuple[int, int, int]] = []
@@ -164,8 +177,14 @@ def main() -> int:
                 head, _, tail = command.partition(" --nri-socket ")
                 command = f"{head} --record {shlex.quote(str(record))} --nri-socket {tail}"
             source_dir = against.get(variant) or (None if variant == "direct" else args.route)
+            environment = []
             if source_dir is not None:
-                command = f"env PYTHONPATH={shlex.quote(str(source_dir.resolve()))} {command}"
+                environment.append(f"PYTHONPATH={shlex.quote(str(source_dir.resolve()))}")
+            if variant == "padded":  # as many bytes as 'on''s "--record\0FILE\0" in this round
+                added = len("--record") + 1 + len(str(workdir / f"rec-on{number}.yaml")) + 1
+                environment.append(f"{PAD}={'x' * (added - len(PAD) - 2)}")  # "=" and NUL
+            if environment:
+                command = f"env {' '.join(environment)} {command}"
             run, _ = nrimockrt_run(
                 bindir / "nrimockrt", workdir, label, command, VARIANTS[args.variant], args
             )
