@@ -100,7 +100,14 @@ def stale(toolchain: Path) -> list[str]:
 
 
 def build(toolchain: Path, binary: Path) -> None:
-    """Build the example (as committed) into ``binary``."""
+    """Build the example (as committed) into ``binary``, after checking it is formatted as
+    gofmt formats it and ``go vet`` finds nothing."""
+    gofmt = toolchain / "x/usr/lib/go-1.24/bin/gofmt"
+    unformatted = subprocess.run(
+        [str(gofmt), "-l", str(EXAMPLE)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    if unformatted:
+        raise SystemExit(f"not formatted by gofmt: {', '.join(unformatted)}")
     with tempfile.TemporaryDirectory(prefix="go-example-") as scratch:
         gopath = Path(scratch)
         shutil.copytree(EXAMPLE, gopath / "src" / MODULE)
