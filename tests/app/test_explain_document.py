@@ -13,13 +13,27 @@ from nrirp.domain.policy.explanation import Explanation, Verdict
 
 
 def _explanation(label: str) -> Explanation:
+    namespace, pod, name = label.split("/") if "/" in label else ("", "", label)
     return Explanation(
         policy="topology-aware",
-        container=label,
+        container=name,
         container_id="cid-1",
         verdict=Verdict.PLACED,
         summary="shared 200m in NUMA node #1",
+        pod=pod,
+        namespace=namespace,
     )
+
+
+def test_an_explanation_names_its_container_as_a_decision_does() -> None:
+    explanation = _explanation("prod/web/nginx")
+    assert (explanation.namespace, explanation.pod, explanation.container) == (
+        "prod",
+        "web",
+        "nginx",
+    )
+    assert explanation.label == "prod/web/nginx"
+    assert _explanation("lone").label == "lone"
 
 
 def test_the_document_names_namespace_pod_and_container() -> None:

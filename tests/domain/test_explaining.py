@@ -14,7 +14,7 @@ from nrirp.domain.model import Container, LinuxResources
 from nrirp.domain.pipeline import NotStartedError, OperationFailedError, UnknownContainerError
 from nrirp.domain.pipeline.explaining import REFUSALS_KEPT
 from nrirp.domain.policy import MetricSample, PolicyContext, PolicyEvent, TopologyZone
-from nrirp.domain.policy.explanation import Verdict
+from nrirp.domain.policy.explanation import Explanation, Subject, Verdict, explain_with
 from nrirp.testing import EngineHarness
 from nrirp.testing.builders import besteffort, guaranteed, pod
 
@@ -32,7 +32,30 @@ def test_a_container_is_named_by_id_full_name_pod_and_name_or_unique_name() -> N
     m = h.engine.manager
     for query in (cid, "shop/web/app", "web/app", "app", f"  {cid} "):
         explanation = m.explain(query)
-        assert explanation.container_id == cid and explanation.container == "shop/web/app"
+        assert explanation.container_id == cid and explanation.label == "shop/web/app"
+        assert (explanation.namespace, explanation.pod, explanation.container) == (
+            "shop",
+            "web",
+            "app",
+        )
+
+
+def test_an_explanation_is_named_as_decisions_are_whatever_the_policy_wrote() -> None:
+    h = engine()
+    running = h.run(pod("web", besteffort("app"), namespace="shop"))
+    ctr = h.engine.manager.cache.container(running["app"].id)
+    assert ctr is not None
+    subject = Subject(ctr, h.engine.manager.cache.pod(ctr.pod_id), True)
+
+    class OwnPolicy:
+        def explain(self, subject: Subject) -> Explanation:
+            return Explanation("own", "shop/web/app", subject.container.id, Verdict.PLACED, "ok")
+
+    explained = explain_with(OwnPolicy(), "own", subject)
+    assert (explained.namespace, explained.pod, explained.container) == ("shop", "web", "app")
+    assert explained.summary == "ok" and explained.label == "shop/web/app"
+    unexplained = explain_with(object(), "plain", subject)
+    assert unexplained.verdict is Verdict.NOT_EXPLAINED and unexplained.label == "shop/web/app"
 
 
 def test_unknown_and_ambiguous_names_are_refused_with_what_to_give() -> None:
@@ -46,7 +69,7 @@ def test_unknown_and_ambiguous_names_are_refused_with_what_to_give() -> None:
         m.explain("app")
     with pytest.raises(UnknownContainerError, match="no container given"):
         m.explain(" ")
-    assert m.explain("a/app").container == "default/a/app"
+    assert m.explain("a/app").label == "default/a/app"
 
 
 def test_a_refused_creation_is_explained_and_the_cache_is_as_before() -> None:

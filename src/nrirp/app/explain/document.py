@@ -22,7 +22,9 @@ def explanation_document(explanation: Explanation) -> dict[str, Any]:
     return {
         "format": EXPLAIN_FORMAT,
         "policy": explanation.policy,
-        **_identity(explanation.container),
+        "namespace": explanation.namespace,
+        "pod": explanation.pod,
+        "container": explanation.container,
         "container_id": explanation.container_id,
         "verdict": explanation.verdict.value,
         "summary": explanation.summary,
@@ -43,16 +45,6 @@ def document_label(document: Mapping[str, Any]) -> str:
     if "pod" not in document or not document["pod"]:
         return name  # the former form, or a container of no known pod: named by itself
     return f"{document.get('namespace', '')}/{document['pod']}/{name}"
-
-
-def _identity(label: str) -> dict[str, str]:
-    """The ``namespace``, ``pod`` and ``container`` keys of the container ``label`` names
-    (policies label a container ``namespace/pod/name``, or by its name alone without a pod;
-    Kubernetes names hold no ``/``)."""
-    parts = label.split("/", 2)
-    if len(parts) == 3:
-        return {"namespace": parts[0], "pod": parts[1], "container": parts[2]}
-    return {"namespace": "", "pod": "", "container": label}
 
 
 def error_document(message: str) -> dict[str, Any]:

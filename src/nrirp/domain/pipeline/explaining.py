@@ -135,7 +135,7 @@ def explain_query(
     refusal = refusals.get(container.id)
     if in_cache:
         subject = Subject(container, pod, container.state.holds_resources)
-        explanation = explain_with(policy, policy_name, subject, container_label(pod, container))
+        explanation = explain_with(policy, policy_name, subject)
         if not subject.placed:
             state = container.state.value
             note = f"the container is {state}: it holds nothing; explained as if it arrived now"
@@ -153,8 +153,7 @@ def explain_query(
                 memory_capacity=memory_capacity,
             )
             subject = Subject(admitted, cache.pod(admitted.pod_id), False)
-            label = container_label(subject.pod, admitted)
-            explanation = explain_with(policy, policy_name, subject, label)
+            explanation = explain_with(policy, policy_name, subject)
         finally:
             cache.rollback(checkpoint)
     if refusal is not None and (not in_cache or refusal.operation != "create-container"):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 import attrs
 
@@ -111,7 +111,8 @@ class Explanation:
 
     policy: str
     container: str
-    """``namespace/pod/name``."""
+    """The container's name (its id when it has none), as :class:`~nrirp.domain.ports.
+    decisions.Decision` names it; with :attr:`pod` and :attr:`namespace` (:func:`identity`)."""
     container_id: str
     verdict: Verdict
     summary: str
@@ -128,6 +129,16 @@ class Explanation:
     reason``), e.g. its creation when it is not placed; empty when there is none."""
     refused_at: float | None = None
     """When that was (seconds since the epoch, the resource manager's clock)."""
+    pod: str = ""
+    """The name of the container's pod (empty when it has none)."""
+    namespace: str = ""
+    """The pod's namespace (empty without a pod)."""
+
+    @property
+    def label(self) -> str:
+        """``namespace/pod/container``, or the container alone without a pod (how log lines
+        and refusals name it)."""
+        return f"{self.namespace}/{self.pod}/{self.container}" if self.pod else self.container
 
     def stage(self, name: str) -> Stage | None:
         """The stage called ``name`` (``None`` if there is none)."""
@@ -156,18 +167,28 @@ class Explaining(Protocol):
         ...
 
 
-def subject_label(subject: Subject) -> str:
-    """``namespace/pod/name`` of the subject (its name or id without a pod)."""
-    name = subject.container.name or subject.container.id
-    pod = subject.pod
-    return f"{pod.namespace}/{pod.name}/{name}" if pod is not None and pod.name else name
+class Identity(TypedDict):
+    """The fields that name a container in an :class:`Explanation`."""
+
+    container: str
+    pod: str
+    namespace: str
+
+
+def identity(pod: Pod | None, container: Container) -> Identity:
+    """How an :class:`Explanation` names ``container`` of ``pod``: its name (its id when it
+    has none), its pod's name and namespace (both empty without a named pod)."""
+    name = container.name or container.id
+    if pod is None or not pod.name:
+        return {"container": name, "pod": "", "namespace": ""}
+    return {"container": name, "pod": pod.name, "namespace": pod.namespace}
 
 
 def nothing_decided(policy: str, subject: Subject, why: str) -> Explanation:
     """The explanation of a policy that decides nothing for containers."""
     return Explanation(
         policy=policy,
-        container=subject_label(subject),
+        **identity(subject.pod, subject.container),
         container_id=subject.container.id,
         verdict=Verdict.NOT_DECIDED,
         summary=why,
@@ -175,25 +196,25 @@ def nothing_decided(policy: str, subject: Subject, why: str) -> Explanation:
     )
 
 
-def not_explained(policy: str, subject: Subject, label: str) -> Explanation:
+def not_explained(policy: str, subject: Subject) -> Explanation:
     """The explanation of a policy that gives none."""
     return Explanation(
         policy=policy,
-        container=label,
+        **identity(subject.pod, subject.container),
         container_id=subject.container.id,
         verdict=Verdict.NOT_EXPLAINED,
         summary=f"policy {policy} does not explain its decisions",
     )
 
 
-def explain_with(policy: object, name: str, subject: Subject, label: str) -> Explanation:
+def explain_with(policy: object, name: str, subject: Subject) -> Explanation:
     """``policy``'s explanation of ``subject`` when it explains (:class:`Explaining`), else
-    :func:`not_explained`."""
+    :func:`not_explained`; named by :func:`identity` whatever the policy put there."""
     method = getattr(policy, "explain", None)
     if not callable(method):
-        return not_explained(name, subject, label)
+        return not_explained(name, subject)
     explanation: Explanation = method(subject)
-    return explanation
+    return attrs.evolve(explanation, **identity(subject.pod, subject.container))
 
 
 def deciding_item(

@@ -29,7 +29,6 @@ from nrirp.domain.policies.balloons.groups import expand_group
 from nrirp.domain.policies.balloons.requests import (
     Request,
     build_request,
-    container_label,
     is_preserved,
 )
 from nrirp.domain.policies.balloons.resize import ResizeError
@@ -43,6 +42,7 @@ from nrirp.domain.policy.explanation import (
     Standing,
     Subject,
     Verdict,
+    identity,
 )
 
 POLICY = "balloons"
@@ -61,14 +61,13 @@ def explain_balloon(
     """The explanation of ``subject``'s balloon (see the module's docstring); ``preserved``:
     the policy leaves it alone now."""
     container, pod = subject.container, subject.pod
-    label = container_label(pod, container)
     current = engine.owner.get(container.id) if subject.placed else None
     placement = _balloon_text(current) if current is not None else ""
     reader = ctx.cache.annotations(container)  # nothing reported
     if preserved or is_preserved(reader, catalog.preserve, container, pod, catalog.privileged):
         return Explanation(
             policy=POLICY,
-            container=label,
+            **identity(pod, container),
             container_id=container.id,
             verdict=Verdict.LEFT_ALONE,
             summary="left alone: cpu.preserve or a preserve.matchExpressions entry",
@@ -83,7 +82,7 @@ def explain_balloon(
     def refused(why: str) -> Explanation:
         return Explanation(
             policy=POLICY,
-            container=label,
+            **identity(pod, container),
             container_id=container.id,
             verdict=Verdict.REFUSED,
             summary=why,
@@ -123,7 +122,7 @@ def explain_balloon(
     method = next((s.name.removeprefix("fill: ") for s in trace if s.winner), "")
     return Explanation(
         policy=POLICY,
-        container=label,
+        **identity(pod, container),
         container_id=container.id,
         verdict=Verdict.PLACED,
         summary=f"balloon {balloon.name} of type {kind.name}, found by {method}",

@@ -67,6 +67,7 @@ from nrirp.domain.policy.explanation import (
     Standing,
     Subject,
     Verdict,
+    identity,
 )
 from nrirp.domain.topology import MemoryType
 from nrirp.domain.topology.hints import TopologyHint
@@ -97,7 +98,7 @@ def explain_placement(
         shortage = _without_label(why, label)
         return Explanation(
             policy=POLICY,
-            container=label,
+            **identity(pod, container),
             container_id=container.id,
             verdict=Verdict.REFUSED,
             summary=f"{shortage} ({stage})" if stage else shortage,
@@ -125,7 +126,7 @@ def explain_placement(
     except PolicyError as exc:
         return refused(str(exc), "its request")
     if request.cpu.kind is CPUKind.PRESERVE:
-        return _preserved(request, label, container, placement)
+        return _preserved(request, pod, container, placement)
     work = detached_copy(alloc, container.id)
     notes: list[str] = []
     weighted = _affinity(work, spec, ctx, pod, container, notes)
@@ -157,7 +158,7 @@ def explain_placement(
     notes.extend(_placed_notes(grant, placed))
     return Explanation(
         policy=POLICY,
-        container=label,
+        **identity(pod, container),
         container_id=container.id,
         verdict=Verdict.PLACED,
         summary=_summary(pool_stage, placed),
@@ -594,10 +595,12 @@ def _placed_notes(now: Grant | None, anew: Grant | None) -> tuple[str, ...]:
     )
 
 
-def _preserved(request: Request, label: str, container: Container, placement: str) -> Explanation:
+def _preserved(
+    request: Request, pod: Pod | None, container: Container, placement: str
+) -> Explanation:
     return Explanation(
         policy=POLICY,
-        container=label,
+        **identity(pod, container),
         container_id=container.id,
         verdict=Verdict.LEFT_ALONE,
         summary="cpu.preserve: its CPUs are left alone (accounted in the root pool)",
