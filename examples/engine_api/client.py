@@ -4,8 +4,9 @@
     python examples/engine_api/client.py /tmp/engine.sock
 
 It runs a BestEffort pod, then a Guaranteed one (whose exclusive CPUs shrink the first one's
-shared pool: an update in the reply), then removes the Guaranteed pod, printing what the
-engine decided. The agent would apply each adjustment and update to its runtime.
+shared pool: an update in the reply), then one too big to fit (refused; the policy's
+explanation of why), then removes the Guaranteed pod, printing what the engine decided. The
+agent would apply each adjustment and update to its runtime.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def start_pod(client: EngineClient, name: str, cpu: str | None) -> KubernetesPod
         result = client.create_container(pod, ctr)
     except EngineCallError as error:
         print(f"CreateContainer {name}: refused: {error.reason}")
+        why = client.explain(f"demo/{name}/app")  # the policy's account (docs/explain.md)
+        print(f"  explain: {why['verdict']}: {why['summary']}")
         return kube
     print(f"CreateContainer {name}: cpus={result.adjustment.resources.cpus}")
     show(result.updates)

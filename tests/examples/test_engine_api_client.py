@@ -24,9 +24,11 @@ def check_example_output(stdout: str) -> None:
     )
     assert lines[4].startswith("CreateContainer too-big: refused: ")
     assert "no pool has 64 exclusive CPUs" in lines[4]
-    assert lines[5] == "RemovePodSandbox exclusive"
-    assert lines[6] == f"  update shared-app: cpus={shared}"  # the shared pool grows back
-    assert lines[7:] == [f"container shared-app: cpus={shared}"]
+    # the policy's explanation of the refusal, through the Explain call
+    assert lines[5].startswith("  explain: refused: no pool has 64 exclusive CPUs")
+    assert lines[6] == "RemovePodSandbox exclusive"
+    assert lines[7] == f"  update shared-app: cpus={shared}"  # the shared pool grows back
+    assert lines[8:] == [f"container shared-app: cpus={shared}"]
 
 
 def run_python_example(directory: Path) -> str:

@@ -7,12 +7,13 @@
 //
 // It does what examples/engine_api/client.py does and prints the same lines: a BestEffort
 // pod, a Guaranteed one of 2 CPUs (whose exclusive CPUs shrink the first one's shared pool:
-// an update in the reply), one too big to fit (refused with FAILED_PRECONDITION), then the
-// Guaranteed pod's removal. The agent would apply each adjustment and update to its runtime.
+// an update in the reply), one too big to fit (refused with FAILED_PRECONDITION; the
+// policy's explanation of why), then the Guaranteed pod's removal. The agent would apply each adjustment and update to its runtime.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -85,6 +86,23 @@ func show(updates []*enginev1.Update) {
 	}
 }
 
+// explain prints the policy's account of its decision for a container (docs/explain.md).
+func explain(ctx context.Context, engine enginev1.EngineClient, container string) error {
+	reply, err := engine.Explain(ctx, &enginev1.ExplainRequest{Container: container})
+	if err != nil {
+		return fmt.Errorf("Explain %s: %w", container, err)
+	}
+	var why struct {
+		Verdict string `json:"verdict"`
+		Summary string `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(reply.ExplanationJson), &why); err != nil {
+		return fmt.Errorf("Explain %s: %w", container, err)
+	}
+	fmt.Printf("  explain: %s: %s\n", why.Verdict, why.Summary)
+	return nil
+}
+
 // withState is the container as the runtime reports it in a later event.
 func withState(container *enginev1.Container, state enginev1.ContainerState) *enginev1.Container {
 	later := proto.Clone(container).(*enginev1.Container)
@@ -100,7 +118,7 @@ func startPod(ctx context.Context, engine enginev1.EngineClient, name string, cp
 	reply, err := engine.CreateContainer(ctx, &enginev1.ContainerRequest{Pod: pod, Container: container})
 	if status.Code(err) == codes.FailedPrecondition { // refused: fail the container's creation
 		fmt.Printf("CreateContainer %s: refused: %s\n", name, status.Convert(err).Message())
-		return nil
+		return explain(ctx, engine, "demo/"+name+"/app")
 	}
 	if err != nil {
 		return fmt.Errorf("CreateContainer %s: %w", name, err)

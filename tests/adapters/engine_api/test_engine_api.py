@@ -27,6 +27,7 @@ from nrirp.adapters.engine_api.translate import (
 from nrirp.adapters.engine_api.updates import RoutedRuntimeUpdates
 from nrirp.adapters.memory import RecordingDecisionLog
 from nrirp.app.embed import Engine, KubernetesPod
+from nrirp.app.explain import EXPLAIN_FORMAT, explanation_document
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import Container, ContainerState, LinuxResources, Pod
 
@@ -55,7 +56,8 @@ def served(tmp_path: Path) -> Iterator[tuple[EngineClient, Engine, str]]:
     )
     engine.start()
     path = str(tmp_path / "run" / "engine.sock")
-    server = EngineApiServer(path, EngineService(engine.manager, updates))
+    service = EngineService(engine.manager, updates, explanation_document=explanation_document)
+    server = EngineApiServer(path, service)
     server.start()
     client = EngineClient(path, timeout=10)
     client.wait_ready(10)
@@ -123,6 +125,51 @@ def test_refusals_and_bad_messages_are_statuses(
         client._call("RunPodSandbox", pb.PodRequest(), pb.Updates)
     assert bad.value.code is grpc.StatusCode.INVALID_ARGUMENT
     assert bad.value.reason == "pod.id: missing"
+
+
+def test_explain_says_why_a_container_sits_where_it_does_or_was_refused(
+    served: tuple[EngineClient, Engine, str],
+) -> None:
+    import grpc
+
+    client, engine, _ = served
+    g_pod, g = pod_and_container(engine, "g", "2")
+    client.run_pod_sandbox(g_pod)
+    exclusive = client.create_container(g_pod, g).adjustment.resources.cpus
+    placed = client.explain("default/g/c")
+    assert placed == explanation_document(engine.explain(g.id))  # the daemon's document
+    assert placed["format"] == EXPLAIN_FORMAT and placed["verdict"] == "placed"
+    assert (placed["namespace"], placed["pod"], placed["container"]) == ("default", "g", "c")
+    assert placed["container_id"] == g.id and str(exclusive) in placed["placement"]
+    pod, huge = pod_and_container(engine, "huge", "32")
+    client.run_pod_sandbox(pod)
+    with pytest.raises(EngineCallError):
+        client.create_container(pod, huge)
+    refused = client.explain(huge.id)  # one of the last refused
+    assert refused["verdict"] == "refused" and refused["refusal"].startswith("create-container")
+    with pytest.raises(EngineCallError) as unknown:
+        client.explain("nope")
+    assert unknown.value.code is grpc.StatusCode.NOT_FOUND
+    assert "no container 'nope'" in unknown.value.reason
+
+
+def test_explain_without_a_document_maker_is_unimplemented(tmp_path: Path) -> None:
+    import grpc
+
+    updates = RoutedRuntimeUpdates()
+    engine = Engine.build("topology-aware", machine="box-16", runtime_updates=updates)
+    engine.start()
+    path = str(tmp_path / "engine.sock")
+    server = EngineApiServer(path, EngineService(engine.manager, updates))
+    server.start()
+    try:
+        with EngineClient(path, timeout=10) as client:
+            client.wait_ready(10)
+            with pytest.raises(EngineCallError) as caught:
+                client.explain("anything")
+        assert caught.value.code is grpc.StatusCode.UNIMPLEMENTED
+    finally:
+        server.stop()
 
 
 def test_reconfigure_queues_its_updates_for_take_updates(

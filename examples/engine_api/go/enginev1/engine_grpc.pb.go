@@ -41,6 +41,7 @@ const (
 	Engine_RemoveContainer_FullMethodName     = "/nrirp.engine.v1.Engine/RemoveContainer"
 	Engine_Reconfigure_FullMethodName         = "/nrirp.engine.v1.Engine/Reconfigure"
 	Engine_Describe_FullMethodName            = "/nrirp.engine.v1.Engine/Describe"
+	Engine_Explain_FullMethodName             = "/nrirp.engine.v1.Engine/Explain"
 	Engine_TakeUpdates_FullMethodName         = "/nrirp.engine.v1.Engine/TakeUpdates"
 )
 
@@ -62,6 +63,8 @@ type EngineClient interface {
 	RemoveContainer(ctx context.Context, in *ContainerRequest, opts ...grpc.CallOption) (*Updates, error)
 	Reconfigure(ctx context.Context, in *ReconfigureRequest, opts ...grpc.CallOption) (*ReconfigureReply, error)
 	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeReply, error)
+	// Why a container sits where it does, or why it was refused (worked out on demand).
+	Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainReply, error)
 	// Updates the engine made outside any call (policy timers, reconfiguration): the agent
 	// applies them. Long-polls up to wait_seconds.
 	TakeUpdates(ctx context.Context, in *TakeUpdatesRequest, opts ...grpc.CallOption) (*Updates, error)
@@ -215,6 +218,16 @@ func (c *engineClient) Describe(ctx context.Context, in *DescribeRequest, opts .
 	return out, nil
 }
 
+func (c *engineClient) Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExplainReply)
+	err := c.cc.Invoke(ctx, Engine_Explain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *engineClient) TakeUpdates(ctx context.Context, in *TakeUpdatesRequest, opts ...grpc.CallOption) (*Updates, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Updates)
@@ -243,6 +256,8 @@ type EngineServer interface {
 	RemoveContainer(context.Context, *ContainerRequest) (*Updates, error)
 	Reconfigure(context.Context, *ReconfigureRequest) (*ReconfigureReply, error)
 	Describe(context.Context, *DescribeRequest) (*DescribeReply, error)
+	// Why a container sits where it does, or why it was refused (worked out on demand).
+	Explain(context.Context, *ExplainRequest) (*ExplainReply, error)
 	// Updates the engine made outside any call (policy timers, reconfiguration): the agent
 	// applies them. Long-polls up to wait_seconds.
 	TakeUpdates(context.Context, *TakeUpdatesRequest) (*Updates, error)
@@ -294,6 +309,9 @@ func (UnimplementedEngineServer) Reconfigure(context.Context, *ReconfigureReques
 }
 func (UnimplementedEngineServer) Describe(context.Context, *DescribeRequest) (*DescribeReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Describe not implemented")
+}
+func (UnimplementedEngineServer) Explain(context.Context, *ExplainRequest) (*ExplainReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Explain not implemented")
 }
 func (UnimplementedEngineServer) TakeUpdates(context.Context, *TakeUpdatesRequest) (*Updates, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method TakeUpdates not implemented")
@@ -563,6 +581,24 @@ func _Engine_Describe_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Engine_Explain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExplainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(EngineServer).Explain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Engine_Explain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(EngineServer).Explain(ctx, req.(*ExplainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Engine_TakeUpdates_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(TakeUpdatesRequest)
 	if err := dec(in); err != nil {
@@ -643,6 +679,10 @@ var Engine_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Describe",
 			Handler:    _Engine_Describe_Handler,
+		},
+		{
+			MethodName: "Explain",
+			Handler:    _Engine_Explain_Handler,
 		},
 		{
 			MethodName: "TakeUpdates",

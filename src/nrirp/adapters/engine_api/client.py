@@ -163,6 +163,14 @@ class EngineClient:
             [tr.container_from_pb(c) for c in reply.containers],
         )
 
+    def explain(self, container: str) -> dict[str, Any]:
+        """The policy's explanation of ``container`` (an id, ``namespace/pod/name``,
+        ``pod/name`` or a unique name) as docs/explain.md's document; an unknown one raises
+        :class:`EngineCallError` with NOT_FOUND."""
+        reply = self._call("Explain", pb.ExplainRequest(container=container), pb.ExplainReply)
+        document: dict[str, Any] = json.loads(reply.explanation_json)
+        return document
+
     def take_updates(self, wait: float = 0.0) -> list[Update]:
         """Updates the engine made outside any call, waiting up to ``wait`` s for some."""
         reply = self._call(

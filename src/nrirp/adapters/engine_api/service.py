@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, Protocol, TypeVar
 
 import grpc
@@ -27,7 +27,13 @@ from nrirp.adapters.engine_api.gen import engine_pb2 as pb
 from nrirp.adapters.engine_api.updates import RoutedRuntimeUpdates
 from nrirp.domain.config import ConfigError, PolicySpecs
 from nrirp.domain.model import Adjustment, ContainerState, Update
-from nrirp.domain.pipeline import OperationFailedError, PipelineError, ResourceManager
+from nrirp.domain.pipeline import (
+    OperationFailedError,
+    PipelineError,
+    ResourceManager,
+    UnknownContainerError,
+)
+from nrirp.domain.policy.explanation import Explanation
 
 log = logging.getLogger("nrirp.engine_api")
 
@@ -60,6 +66,10 @@ def _abort(context: grpc.ServicerContext, exc: Exception) -> NoReturn:
         context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
     if isinstance(exc, PipelineError):
         context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+    if isinstance(exc, UnknownContainerError):
+        context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+    if isinstance(exc, NotImplementedError):
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, str(exc))
     log.error("engine API call failed", exc_info=exc)
     context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
 
@@ -68,7 +78,10 @@ class EngineService:
     """The handlers of both services, over ``manager`` (started) and ``updates`` (the
     engine's RuntimeUpdates adapter). ``writer``, when given, applies every decision a call
     returns (the NRI v0.1 daemon's cgroup enforcement); ``registry`` (the composition's
-    policy registry; default: the built-ins) loads configurations for ``Reconfigure``."""
+    policy registry; default: the built-ins) loads configurations for ``Reconfigure``;
+    ``explanation_document`` makes ``Explain``'s JSON document of an explanation (the
+    application's ``nrirp.app.explain.explanation_document``; without it ``Explain`` is
+    UNIMPLEMENTED)."""
 
     def __init__(
         self,
@@ -78,8 +91,10 @@ class EngineService:
         writer: DecisionWriter | None = None,
         v01: V01Invoker | None = None,
         registry: PolicySpecs | None = None,
+        explanation_document: Callable[[Explanation], Mapping[str, Any]] | None = None,
     ) -> None:
         self.manager = manager
+        self.explanation_document = explanation_document
         self.registry = registry
         self.updates = updates
         self.writer = writer
@@ -102,6 +117,7 @@ class EngineService:
             "RemoveContainer": self._unary(pb.ContainerRequest, self.remove_container),
             "Reconfigure": self._unary(pb.ReconfigureRequest, self.reconfigure),
             "Describe": self._unary(pb.DescribeRequest, self.describe),
+            "Explain": self._unary(pb.ExplainRequest, self.explain),
             "TakeUpdates": self._unary(pb.TakeUpdatesRequest, self.take_updates),
         }
         out = [grpc.method_handlers_generic_handler(ENGINE_SERVICE, engine)]
@@ -216,6 +232,13 @@ class EngineService:
             pods=[tr.pod_to_pb(p) for p in self.manager.pods()],
             containers=[tr.container_to_pb(c) for c in self.manager.containers()],
         )
+
+    def explain(self, request: pb.ExplainRequest) -> pb.ExplainReply:
+        if self.explanation_document is None:
+            raise NotImplementedError("this engine API serves no explanations")
+        explanation = self.manager.explain(request.container)
+        document = self.explanation_document(explanation)
+        return pb.ExplainReply(explanation_json=json.dumps(document, sort_keys=True))
 
     def take_updates(self, request: pb.TakeUpdatesRequest) -> pb.Updates:
         wait = min(max(0.0, request.wait_seconds), MAX_WAIT_SECONDS)

@@ -35,6 +35,7 @@ from nrirp.app.daemon.front import FrontStartError
 from nrirp.app.daemon.health import ServingState
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.policy import PolicyRegistry
+from nrirp.domain.policy.explanation import Explanation
 
 if TYPE_CHECKING:
     from nrirp.adapters.metrics import MetricsRecorder
@@ -117,7 +118,14 @@ class EngineApiService:
                 manager, CgroupEnforcer(host), CgroupPresence(host), updates.capture
             )
             served = ServedV01(self.handler)
-        service = EngineService(manager, updates, writer=served, v01=served, registry=registry)
+        service = EngineService(
+            manager,
+            updates,
+            writer=served,
+            v01=served,
+            registry=registry,
+            explanation_document=_explanation_document,
+        )
         self.server = EngineApiServer(socket_path, service)
         self._stop_requested = threading.Event()
         self._stopped: asyncio.Event | None = None
@@ -212,3 +220,10 @@ def use_engine_api(container: DaemonContainer, socket_path: str, *, nri_v01: boo
             adapters.recorder,
         )
     )
+
+
+def _explanation_document(explanation: Explanation) -> dict[str, Any]:
+    """``Explain``'s document (imported on the first call: not needed to serve)."""
+    from nrirp.app.explain import explanation_document
+
+    return explanation_document(explanation)

@@ -44,6 +44,7 @@ from nrirp.domain.pipeline import (
     StartOutcome,
 )
 from nrirp.domain.policy import MetricSample, Policy, PolicyEvent, PolicyRegistry, TopologyZone
+from nrirp.domain.policy.explanation import Explanation
 from nrirp.domain.ports.clock import Clock
 from nrirp.domain.ports.decisions import DecisionLog
 from nrirp.domain.ports.hardware import HardwareDiscovery
@@ -348,6 +349,12 @@ class Engine:
 
     def describe(self) -> Mapping[str, Any]:
         return self.manager.describe()
+
+    def explain(self, container: str) -> Explanation:
+        """Why ``container`` (an id, ``namespace/pod/name``, ``pod/name`` or a name only one
+        container has; held or one of the last refused) sits where it does or was refused
+        (docs/explain.md); raises :class:`~nrirp.domain.pipeline.UnknownContainerError`."""
+        return self.manager.explain(container)
 
     def topology_zones(self) -> Sequence[TopologyZone]:
         return self.manager.topology_zones()

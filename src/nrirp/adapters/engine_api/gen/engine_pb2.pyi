@@ -808,6 +808,52 @@ class DescribeReply(_message.Message):
 Global___DescribeReply: _TypeAlias = DescribeReply  # noqa: Y015
 
 @_typing.final
+class ExplainRequest(_message.Message):
+    """A container by its id, namespace/pod/name, pod/name or a name only one container has: one
+    the engine holds or one of the last it refused.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONTAINER_FIELD_NUMBER: _builtins.int
+    container: _builtins.str
+    def __init__(
+        self,
+        *,
+        container: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["container", b"container"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExplainRequest: _TypeAlias = ExplainRequest  # noqa: Y015
+
+@_typing.final
+class ExplainReply(_message.Message):
+    """The policy's explanation (docs/explain.md's document, format nrirp.explain/v1, as JSON). An
+    unknown or ambiguous container fails the call with NOT_FOUND.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EXPLANATION_JSON_FIELD_NUMBER: _builtins.int
+    explanation_json: _builtins.str
+    def __init__(
+        self,
+        *,
+        explanation_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["explanation_json", b"explanation_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExplainReply: _TypeAlias = ExplainReply  # noqa: Y015
+
+@_typing.final
 class TakeUpdatesRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
