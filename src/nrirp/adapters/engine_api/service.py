@@ -57,6 +57,10 @@ class V01Invoker(Protocol):
     def invoke_v01(self, request_json: bytes) -> pb.NriV01Reply: ...
 
 
+class NotServedError(Exception):
+    """A call this engine API was composed without (UNIMPLEMENTED)."""
+
+
 def _abort(context: grpc.ServicerContext, exc: Exception) -> NoReturn:
     if isinstance(exc, tr.MessageError):
         context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
@@ -68,7 +72,7 @@ def _abort(context: grpc.ServicerContext, exc: Exception) -> NoReturn:
         context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
     if isinstance(exc, UnknownContainerError):
         context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
-    if isinstance(exc, NotImplementedError):
+    if isinstance(exc, NotServedError):
         context.abort(grpc.StatusCode.UNIMPLEMENTED, str(exc))
     log.error("engine API call failed", exc_info=exc)
     context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
@@ -235,7 +239,7 @@ class EngineService:
 
     def explain(self, request: pb.ExplainRequest) -> pb.ExplainReply:
         if self.explanation_document is None:
-            raise NotImplementedError("this engine API serves no explanations")
+            raise NotServedError("this engine API serves no explanations")
         explanation = self.manager.explain(request.container)
         document = self.explanation_document(explanation)
         return pb.ExplainReply(explanation_json=json.dumps(document, sort_keys=True))
