@@ -5,8 +5,10 @@
 
 It runs a BestEffort pod, then a Guaranteed one (whose exclusive CPUs shrink the first one's
 shared pool: an update in the reply), then one too big to fit (refused; the policy's
-explanation of why), then removes the Guaranteed pod, printing what the engine decided. The
-agent would apply each adjustment and update to its runtime.
+explanation of why), then removes the Guaranteed pod, then reconfigures the engine (CPU 4
+reserved: the shared pool's update comes through TakeUpdates) and tries a configuration that
+is refused, printing what the engine decided. The agent would apply each adjustment and update
+to its runtime.
 """
 
 from __future__ import annotations
@@ -72,7 +74,20 @@ def main(socket_path: str) -> int:
         _, _, _, containers = client.describe()
         for ctr in containers:
             print(f"container {ctr.id}: cpus={ctr.cpus}")
+        reconfigure(client, 'reservedResources: {cpu: "cpuset:4"}')
+        reconfigure(client, 'reservedResources: {cpu: "lots"}')  # refused: the old one stays
     return 0
+
+
+def reconfigure(client: EngineClient, config: str) -> None:
+    """A new configuration; what it moves is queued, and the agent's loop takes and applies it
+    (TakeUpdates, a long poll: it also brings what policy timers change)."""
+    outcome = client.reconfigure(config)
+    if not outcome.applied:
+        print(f"Reconfigure {config}: refused: {outcome.reason}")
+        return
+    print(f"Reconfigure {config}: {outcome.updates} update(s) queued")
+    show(client.take_updates(5.0))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from nrirp.domain.cpuset import CPUSet
 from tests.support.engine_daemon import engine_daemon
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,7 +29,16 @@ def check_example_output(stdout: str) -> None:
     assert lines[5].startswith("  explain: refused: no pool has 64 exclusive CPUs")
     assert lines[6] == "RemovePodSandbox exclusive"
     assert lines[7] == f"  update shared-app: cpus={shared}"  # the shared pool grows back
-    assert lines[8:] == [f"container shared-app: cpus={shared}"]
+    assert lines[8] == f"container shared-app: cpus={shared}"
+    # a reconfiguration reserving CPU 4: its update comes through TakeUpdates
+    assert lines[9] == 'Reconfigure reservedResources: {cpu: "cpuset:4"}: 1 update(s) queued'
+    reserved = CPUSet.parse("4")
+    assert lines[10] == f"  update shared-app: cpus={CPUSet.parse(shared) - reserved}"
+    # a configuration that does not load is refused, naming the offending path
+    assert lines[11].startswith(
+        'Reconfigure reservedResources: {cpu: "lots"}: refused: reservedResources.cpu: '
+    )
+    assert lines[12:] == []
 
 
 def run_python_example(directory: Path) -> str:

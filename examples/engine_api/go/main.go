@@ -8,7 +8,9 @@
 // It does what examples/engine_api/client.py does and prints the same lines: a BestEffort
 // pod, a Guaranteed one of 2 CPUs (whose exclusive CPUs shrink the first one's shared pool:
 // an update in the reply), one too big to fit (refused with FAILED_PRECONDITION; the
-// policy's explanation of why), then the Guaranteed pod's removal. The agent would apply each adjustment and update to its runtime.
+// policy's explanation of why), the Guaranteed pod's removal, then a reconfiguration (CPU 4
+// reserved: the shared pool's update comes through TakeUpdates) and a configuration that is
+// refused. The agent would apply each adjustment and update to its runtime.
 package main
 
 import (
@@ -186,6 +188,29 @@ func run(socketPath string) error {
 	for _, container := range described.Containers {
 		fmt.Printf("container %s: cpus=%s\n", container.Id, container.Resources.GetCpus())
 	}
+	if err := reconfigure(ctx, engine, `reservedResources: {cpu: "cpuset:4"}`); err != nil {
+		return err
+	}
+	return reconfigure(ctx, engine, `reservedResources: {cpu: "lots"}`) // refused: the old one stays
+}
+
+// reconfigure applies a new configuration; what it moves is queued, and the agent's loop
+// takes and applies it (TakeUpdates, a long poll: it also brings what policy timers change).
+func reconfigure(ctx context.Context, engine enginev1.EngineClient, config string) error {
+	outcome, err := engine.Reconfigure(ctx, &enginev1.ReconfigureRequest{Config: config})
+	if err != nil {
+		return fmt.Errorf("Reconfigure: %w", err)
+	}
+	if !outcome.Applied {
+		fmt.Printf("Reconfigure %s: refused: %s\n", config, outcome.Reason)
+		return nil
+	}
+	fmt.Printf("Reconfigure %s: %d update(s) queued\n", config, outcome.Updates)
+	queued, err := engine.TakeUpdates(ctx, &enginev1.TakeUpdatesRequest{WaitSeconds: 5})
+	if err != nil {
+		return fmt.Errorf("TakeUpdates: %w", err)
+	}
+	show(queued.Updates)
 	return nil
 }
 
