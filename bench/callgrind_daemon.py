@@ -23,6 +23,11 @@ from one process to another here, so a difference below ~10,000 Ir per pod needs
     .venv/bin/python bench/callgrind_daemon.py --variant off=/tmp/a/src \\
         --variant on=/tmp/a/src+record --variant aa=/tmp/a/src --functions 12
 
+A variant with ``+record``: its recorder looks for a quiet moment to write once a second of
+wall-clock time, which under callgrind falls inside the burst (natively it writes at the end);
+for a like-for-like count use a copy whose ``Recorder`` ``interval`` is long (the runs in
+docs/benchmarks.md used 3600 s).
+
 Slow (a run of 300 pods takes ~3 minutes; two variants' runs go in parallel with --jobs 2)
 but exact enough to need no quiet machine. Requires valgrind.
 """

@@ -1,7 +1,7 @@
 """examples/engine_api/go (a Go agent's side of the engine API, grpc-go) against ``nrirp run
 --engine-api`` over a real unix socket: its committed stubs are those ``engine.proto`` makes
-today, it builds (go vet too) with Debian's Go and grpc-go, and it prints what the Python
-example prints against a daemon of its own."""
+today, it is gofmt-formatted, go vet finds nothing and it builds with Debian's Go and
+grpc-go, and it prints what the Python example prints against a daemon of its own."""
 
 from __future__ import annotations
 

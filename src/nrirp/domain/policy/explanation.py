@@ -111,8 +111,9 @@ class Explanation:
 
     policy: str
     container: str
-    """The container's name (its id when it has none), as :class:`~nrirp.domain.ports.
-    decisions.Decision` names it; with :attr:`pod` and :attr:`namespace` (:func:`identity`)."""
+    """The container's name (its id when it has none), as
+    :class:`~nrirp.domain.ports.decisions.Decision` names it; with :attr:`pod` and
+    :attr:`namespace` (:func:`identity`)."""
     container_id: str
     verdict: Verdict
     summary: str
