@@ -203,7 +203,11 @@ def test_build_rejects_inconsistent_input(
 
 def test_nodes_across_dies_names_each_node_on_more_than_one_die_or_package() -> None:
     assert node_across_packages_machine().nodes_across_dies() == {0: 2}
+    assert node_across_packages_machine().node_across_dies() == (
+        "NUMA node 0 spans 2 dies or packages"
+    )
     assert two_socket().nodes_across_dies() == {}
+    assert two_socket().node_across_dies() is None
     one_node = Machine.build(
         [CPU(0, 0, 0, 0, 0, 0), CPU(1, 1, 0, 1, 1, 0)],
         [NumaNode(0, CPUSet.parse("0-1"), 1 << 30)],

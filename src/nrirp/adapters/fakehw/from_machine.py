@@ -87,12 +87,9 @@ def spec_of_machine(
 def check_describable(machine: Machine) -> None:
     """Raise ``ValueError`` when :func:`spec_of_machine` cannot describe ``machine`` (a NUMA
     node spanning dies or packages), without describing it."""
-    across = machine.nodes_across_dies()
-    if across:
-        node, dies = min(across.items())
-        raise ValueError(
-            f"NUMA node {node} spans {dies} dies or packages: a machine spec cannot describe it"
-        )
+    across = machine.node_across_dies()
+    if across is not None:
+        raise ValueError(f"{across}: a machine spec cannot describe it")
 
 
 def _parts(machine: Machine, cpus: CPUSet) -> dict[tuple[int, int], dict[int, list[CPU]]]:

@@ -208,13 +208,9 @@ class Recorder:
         for the whole run. Here it is only checked, by the topology itself: the machine
         spec's package (``fakehw``, 38 modules) is imported by the thread when it first
         writes, not before the daemon serves."""
-        across = self._machine.nodes_across_dies()
-        if across:
-            node, dies = min(across.items())
-            raise RecordingError(
-                f"cannot describe this machine for a recording: NUMA node {node} spans "
-                f"{dies} dies or packages"
-            )
+        across = self._machine.node_across_dies()
+        if across is not None:
+            raise RecordingError(f"cannot describe this machine for a recording: {across}")
         self.files.start()
         self._writer = RecordingWriter(
             self.files,

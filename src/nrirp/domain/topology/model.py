@@ -281,6 +281,15 @@ class Machine:
         }
         return {node: dies for node, dies in spans.items() if dies > 1}
 
+    def node_across_dies(self) -> str | None:
+        """The lowest NUMA node of :meth:`nodes_across_dies`, in words ("NUMA node 0 spans 2
+        dies or packages"); ``None`` when there is none."""
+        across = self.nodes_across_dies()
+        if not across:
+            return None
+        node, dies = min(across.items())
+        return f"NUMA node {node} spans {dies} dies or packages"
+
     # ---------------------------------------------------------------- CPU sets by domain
     def package_cpus(self, package_id: int) -> CPUSet:
         return self.packages[package_id].cpus
