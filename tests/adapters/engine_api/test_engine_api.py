@@ -77,6 +77,18 @@ def pod_and_container(engine: Engine, name: str, cpu: str | None) -> tuple[Pod, 
     return pod, ctr
 
 
+def refused_huge_container(
+    client: EngineClient, engine: Engine
+) -> tuple[Container, pytest.ExceptionInfo[EngineCallError]]:
+    """A pod asking for 32 CPUs of box-16's, run, and its container's creation refused: the
+    container and what was raised."""
+    pod, huge = pod_and_container(engine, "huge", "32")
+    client.run_pod_sandbox(pod)
+    with pytest.raises(EngineCallError) as caught:
+        client.create_container(pod, huge)
+    return huge, caught
+
+
 def test_a_lifecycle_through_the_socket(served: tuple[EngineClient, Engine, str]) -> None:
     client, engine, path = served
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
@@ -114,10 +126,7 @@ def test_refusals_and_bad_messages_are_statuses(
     import grpc
 
     client, engine, _ = served
-    pod, huge = pod_and_container(engine, "huge", "32")
-    client.run_pod_sandbox(pod)
-    with pytest.raises(EngineCallError) as caught:
-        client.create_container(pod, huge)
+    huge, caught = refused_huge_container(client, engine)
     assert caught.value.code is grpc.StatusCode.FAILED_PRECONDITION
     assert "huge" in caught.value.reason
     assert engine.container_by_id(huge.id) is None
@@ -141,10 +150,7 @@ def test_explain_says_why_a_container_sits_where_it_does_or_was_refused(
     assert placed["format"] == EXPLAIN_FORMAT and placed["verdict"] == "placed"
     assert (placed["namespace"], placed["pod"], placed["container"]) == ("default", "g", "c")
     assert placed["container_id"] == g.id and str(exclusive) in placed["placement"]
-    pod, huge = pod_and_container(engine, "huge", "32")
-    client.run_pod_sandbox(pod)
-    with pytest.raises(EngineCallError):
-        client.create_container(pod, huge)
+    huge, _ = refused_huge_container(client, engine)
     refused = client.explain(huge.id)  # one of the last refused
     assert refused["verdict"] == "refused" and refused["refusal"].startswith("create-container")
     with pytest.raises(EngineCallError) as unknown:
