@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -104,3 +105,108 @@ def test_log_output_moves_to_a_thread_that_waits_for_requests_and_close_flushes(
         logger.handlers[:] = saved[0]
         logger.setLevel(saved[1])
         logger.propagate = saved[2]
+
+
+@pytest.fixture
+def background_log() -> Iterator[tuple[Any, Any, Any]]:
+    """The ``nrirp`` loggers' output to a string, moved to a thread that steps aside for a
+    :class:`HandlerActivity`: (stream, activity, background output)."""
+    import io
+    import logging
+
+    from nrirp.adapters.nri.stub.scope import HandlerActivity
+    from nrirp.adapters.system import configure_logging
+    from nrirp.adapters.system.logs import log_in_background
+
+    stream = io.StringIO()
+    logger = logging.getLogger("nrirp")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    configure_logging("info", "text", stream)
+    foreground = HandlerActivity()
+    background = log_in_background(foreground)
+    assert background is not None
+    try:
+        yield stream, foreground, background
+    finally:
+        background.close()
+        logger.handlers[:] = saved[0]
+        logger.setLevel(saved[1])
+        logger.propagate = saved[2]
+
+
+def _lines(stream: Any) -> list[str]:
+    return [line.split(": ", 1)[1] for line in stream.getvalue().splitlines()]
+
+
+def _wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def test_the_lines_of_a_burst_are_written_in_one_batch_once_it_is_over(
+    background_log: tuple[Any, Any, Any],
+) -> None:
+    """Records only wake the thread when it sleeps: the lines of many requests in a row are
+    taken once, after them, not one wake-up per line."""
+    import logging
+
+    stream, foreground, background = background_log
+    log = logging.getLogger("nrirp.test")
+    foreground.started()
+    for n in range(200):
+        log.info("line %d", n)
+        foreground.finished()
+        foreground.started()  # the next request follows at once: no quiet moment yet
+    assert stream.getvalue() == ""
+    foreground.finished()
+    assert _wait_for(lambda: len(_lines(stream)) == 200)
+    assert _lines(stream) == [f"line {n}" for n in range(200)]
+    assert background.batches == 1
+
+
+def test_a_steady_stream_of_requests_has_its_lines_written_without_a_pause(
+    background_log: tuple[Any, Any, Any],
+) -> None:
+    """Requests that never pause for the quiet interval still get their lines written (at
+    most ``MAX_DELAY`` late), several at a time, in order."""
+    import logging
+    import time
+
+    stream, foreground, background = background_log
+    log = logging.getLogger("nrirp.test")
+    sent = 0
+    deadline = time.monotonic() + 10
+    while not stream.getvalue() and time.monotonic() < deadline:
+        foreground.started()
+        log.info("line %d", sent)
+        sent += 1
+        foreground.finished()
+        time.sleep(0.002)  # a new line every few ms: never QUIET seconds without one
+    written = _lines(stream)
+    assert written, "nothing written while requests kept coming"
+    assert written == [f"line {n}" for n in range(len(written))]
+    background.close()  # what still waits is written at close
+    assert _lines(stream) == [f"line {n}" for n in range(sent)]
+    assert background.batches < sent  # taken several at a time, not a wake-up per line
+
+
+def test_close_writes_what_waits_even_while_a_request_is_handled(
+    background_log: tuple[Any, Any, Any],
+) -> None:
+    import logging
+
+    stream, foreground, background = background_log
+    log = logging.getLogger("nrirp.test")
+    foreground.started()  # and never finished
+    for n in range(5):
+        log.info("line %d", n)
+    background.close()
+    assert _lines(stream) == [f"line {n}" for n in range(5)]
+    log.info("after close")  # written at once again
+    assert _lines(stream)[-1] == "after close"

@@ -16,10 +16,10 @@ import atexit
 import json
 import json.encoder as json_encoder
 import logging
-import queue
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
@@ -162,27 +162,52 @@ def configure_logging(
     return handler
 
 
+QUIET = 0.02
+"""Seconds without a new record after which the log thread writes what waits (the daemon's
+requests have paused)."""
+MAX_DELAY = 0.25
+"""Seconds a record waits at most for such a pause: under a steady stream of requests the
+thread writes this often, stepping aside for each request."""
+MAX_WAITING = 4096
+"""Records waiting at which the thread writes without waiting for a pause."""
+
+
 class _Enqueue(logging.Handler):
     """Queues records as they are: formatting (the decision lines of a whole operation) is
     left to the output thread (``logging.handlers.QueueHandler`` formats in the caller's
-    thread, and importing ``logging.handlers`` costs the daemon ``pickle`` and ``socket``)."""
+    thread, and importing ``logging.handlers`` costs the daemon ``pickle`` and ``socket``).
 
-    def __init__(self, records: queue.SimpleQueue[logging.LogRecord | None]) -> None:
+    The thread is woken by the first record after it last looked, not by each: a thread woken
+    in the middle of a request asks for the GIL there (under the Go harness a wake per record
+    cost CreateContainer ~95 us at the median, ``docs/benchmarks.md``, *Log lines at the
+    default level*)."""
+
+    def __init__(self, records: deque[logging.LogRecord], wake: threading.Event) -> None:
         super().__init__()
         self._records = records
+        self._wake = wake
+        self.asleep = True
+        """The thread looks at the records only once woken (set by it, cleared here)."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        self._records.put(record)
+        self._records.append(record)
+        if self.asleep:
+            self.asleep = False
+            self._wake.set()
 
 
 class BackgroundOutput:
     """The ``nrirp`` loggers' output written by a thread: the caller only queues the record.
 
     Made by :func:`log_in_background`. Records keep their order. With ``foreground`` (the
-    daemon's NRI event handlers) the thread formats and writes between requests: it waits,
-    blocked, while one is being handled (at most ``max_pause`` each time). :meth:`close`
-    (also run at interpreter exit) writes what is queued, stops the thread and puts the
-    output back on the logger, so later records are written at once.
+    daemon's NRI event handlers) the thread writes at quiet moments: once no record came for
+    :data:`QUIET` seconds and no request is being handled, or once the first waited
+    :data:`MAX_DELAY` (or :data:`MAX_WAITING` wait); while it writes it steps aside, blocked,
+    while a request is handled (at most ``max_pause`` each time). Without ``foreground`` it
+    writes as soon as it is woken. :meth:`close` (also run at interpreter exit) writes what
+    is queued, stops the thread and puts the output back on the logger, so later records are
+    written at once. A process killed outright loses what waits (at most about
+    :data:`MAX_DELAY` of lines).
     """
 
     def __init__(
@@ -196,22 +221,50 @@ class BackgroundOutput:
         self._output = output
         self._foreground = foreground
         self._max_pause = max_pause
-        self._queue: queue.SimpleQueue[logging.LogRecord | None] = queue.SimpleQueue()
-        self._enqueue = _Enqueue(self._queue)
+        self._records: deque[logging.LogRecord] = deque()
+        self._wake = threading.Event()
+        self._enqueue = _Enqueue(self._records, self._wake)
         self._enqueue.setFormatter(output.formatter)  # the decision log looks for rows there
         self._thread = threading.Thread(target=self._run, name="nrirp-log-writer", daemon=True)
         self._closed = False
+        self.batches = 0
+        """How many times the thread took what waited (once per quiet moment)."""
         self._thread.start()
         logger.addHandler(self._enqueue)
         logger.removeHandler(output)
         atexit.register(self.close)
 
     def _run(self) -> None:
-        output, foreground = self._output, self._foreground
         while True:
-            record = self._queue.get()
-            if record is None:
+            self._wake.wait()
+            self._wake.clear()
+            if self._foreground is not None and not self._closed:
+                self._wait_for_quiet()
+            self._enqueue.asleep = True  # a record from here on wakes it again
+            self.batches += 1
+            self._write_waiting()
+            if self._closed:
+                self._write_waiting()  # what came while closing
                 return
+
+    def _wait_for_quiet(self) -> None:
+        foreground = self._foreground
+        records = self._records
+        start = time.monotonic()
+        seen = len(records)
+        while not self._closed:
+            time.sleep(QUIET)
+            waiting = len(records)
+            if waiting == seen and not (foreground is not None and foreground.busy):
+                return
+            if waiting >= MAX_WAITING or time.monotonic() - start >= MAX_DELAY:
+                return
+            seen = waiting
+
+    def _write_waiting(self) -> None:
+        output, foreground, records = self._output, self._foreground, self._records
+        while records:
+            record = records.popleft()
             if foreground is not None and foreground.busy and not self._closed:
                 foreground.wait_idle(self._max_pause)
             output.handle(record)  # Handler.handleError reports what fails
@@ -223,7 +276,7 @@ class BackgroundOutput:
         self._closed = True
         self._logger.addHandler(self._output)
         self._logger.removeHandler(self._enqueue)
-        self._queue.put(None)
+        self._wake.set()
         self._thread.join(timeout)
 
 
