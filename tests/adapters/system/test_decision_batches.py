@@ -165,3 +165,37 @@ def test_below_info_nothing_is_rendered(
     monkeypatch.setattr(decision_log_module, "_fields", lambda d: rendered.append(d) or fields(d))
     LoggingDecisionLog().decision_batch(decisions(4))
     assert rendered == [] and stream.getvalue() == ""
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_the_lean_record_prints_what_a_record_with_the_fields_in_extra_prints(count: int) -> None:
+    """The record made on the request path (time and decisions only) formats, text and JSON,
+    exactly as a full ``LogRecord`` carrying the decisions' fields in ``extra`` does."""
+    batch = decisions(count)
+    lean = decision_log_module._DecisionRecord("nrirp.decisions", tuple(batch))
+    lean.created, lean.msecs = 1795301278.68, 680.0
+    rows = [decision_log_module._fields(d) for d in batch]
+    full = _record(**({FIELDS: rows[0]} if count == 1 else {ROWS: rows}))
+    for formatter in (TextFormatter(), JsonFormatter()):
+        assert formatter.format(lean) == formatter.format(full)
+    assert lean.getMessage() == "decision" and lean.levelname == "INFO"
+
+
+def test_the_decisions_become_fields_only_when_the_line_is_formatted(
+    nrirp_logger: logging.Logger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """For handlers that print rows nothing of a decision is rendered on the caller's path:
+    the daemon's log thread does it when it writes the line."""
+    configure_logging("info", "text", io.StringIO())
+    queued: list[logging.LogRecord] = []
+    (handler,) = nrirp_logger.handlers
+    monkeypatch.setattr(handler, "emit", queued.append)  # a queue, as the log thread has
+    rendered: list[Decision] = []
+    fields = decision_log_module._fields
+    monkeypatch.setattr(decision_log_module, "_fields", lambda d: rendered.append(d) or fields(d))
+    batch = decisions(2)
+    LoggingDecisionLog().decision_batch(batch)
+    assert len(queued) == 1 and rendered == []
+    lines = handler.format(queued[0]).splitlines()
+    assert rendered == batch and len(lines) == 2
+    assert "container_id=c0" in lines[0] and "container_id=c1" in lines[1]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
-from nrirp.adapters.system.logs import FIELDS, ROWS
+from nrirp.adapters.system.logs import FIELDS
 from nrirp.domain.ports.decisions import Decision, DecisionLog, Notice, Severity
 
 DECISIONS_LOGGER = "nrirp.decisions"
@@ -25,8 +26,10 @@ class LoggingDecisionLog(DecisionLog):
     mems, reason`` as structured fields (see :mod:`nrirp.adapters.system.logs`). The decisions
     of one operation are one log record with a row per decision when every handler it reaches
     prints rows (those :func:`~nrirp.adapters.system.logs.configure_logging` installs do): the
-    same lines, rendered in one pass and written at once. Other handlers get a record per
-    decision. Below INFO nothing is rendered at all.
+    same lines, rendered in one pass and written at once. That record is made with as little
+    as can be on the request's path: the decisions become fields when it is formatted (on the
+    daemon's log thread, ``log_in_background``). Other handlers get a record per decision, its
+    fields in ``extra`` as usual. Below INFO nothing is rendered at all.
     """
 
     def __init__(self, logger: logging.Logger | None = None) -> None:
@@ -39,12 +42,11 @@ class LoggingDecisionLog(DecisionLog):
         log = self._log
         if not decisions or not log.isEnabledFor(logging.INFO):
             return
-        rows = [_fields(decision) for decision in decisions]
-        if len(rows) > 1 and _handlers_print_rows(log):
-            self._emit({ROWS: rows})
+        if _handlers_print_rows(log):
+            log.handle(_DecisionRecord(log.name, tuple(decisions)))
             return
-        for fields in rows:
-            self._emit({FIELDS: fields})
+        for decision in decisions:
+            self._emit({FIELDS: _fields(decision)})
 
     def _emit(self, extra: dict[str, Any]) -> None:
         """``info("decision", extra=extra)`` without looking up the caller (the lines do not
@@ -57,6 +59,54 @@ class LoggingDecisionLog(DecisionLog):
         if notice.container_id:
             fields["container_id"] = notice.container_id
         self._log.log(_LEVELS[notice.severity], "%s", notice.message, extra={FIELDS: fields})
+
+
+_START = getattr(logging, "_startTime", time.time())
+
+
+class _DecisionRecord(logging.LogRecord):
+    """The record of an operation's decisions for handlers that print rows: made on the
+    request's path with the time and the decisions alone (``LogRecord.__init__`` and the
+    fields of each decision cost CreateContainer more under the Go harness than the few
+    microseconds they take in a loop, ``docs/benchmarks.md``, *Log lines at the default
+    level*); its ``fields`` (one decision) or ``field_rows`` (several) are made when read,
+    by the formatter. What ``LogRecord.__init__`` would set is here as class attributes."""
+
+    msg = "decision"
+    args = ()
+    levelno = logging.INFO
+    levelname = "INFO"
+    pathname = ""
+    filename = ""
+    module = ""
+    lineno = 0
+    funcName = ""
+    exc_info = None
+    exc_text = None
+    stack_info = None
+    thread = None
+    threadName = None
+    process = None
+    processName = None
+    taskName = None  # Python 3.12's LogRecord has it
+
+    def __init__(self, name: str, decisions: tuple[Decision, ...]) -> None:  # no super(): lean
+        created = time.time()
+        self.name = name
+        self.created = created
+        self.msecs = int((created - int(created)) * 1000) + 0.0
+        self.relativeCreated = (created - _START) * 1000
+        self.decisions = decisions
+
+    @property
+    def fields(self) -> dict[str, Any] | None:
+        decisions = self.decisions
+        return _fields(decisions[0]) if len(decisions) == 1 else None
+
+    @property
+    def field_rows(self) -> list[dict[str, Any]] | None:
+        decisions = self.decisions
+        return [_fields(decision) for decision in decisions] if len(decisions) > 1 else None
 
 
 def _fields(decision: Decision) -> dict[str, Any]:

@@ -189,6 +189,13 @@ class _Enqueue(logging.Handler):
         self.asleep = True
         """The thread looks at the records only once woken (set by it, cleared here)."""
 
+    def handle(self, record: logging.LogRecord) -> bool:
+        """:meth:`emit`, without the handler's lock (a deque's append needs none)."""
+        if self.filters and not self.filter(record):
+            return False
+        self.emit(record)
+        return True
+
     def emit(self, record: logging.LogRecord) -> None:
         self._records.append(record)
         if self.asleep:
