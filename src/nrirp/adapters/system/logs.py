@@ -255,18 +255,26 @@ class BackgroundOutput:
                 return
 
     def _wait_for_quiet(self) -> None:
+        """Return once no record came for :data:`QUIET` seconds and no request is handled, or
+        :data:`MAX_DELAY` after the start; it looks twice under a steady stream (each look
+        takes the GIL, maybe in the middle of a request)."""
         foreground = self._foreground
         records = self._records
         start = time.monotonic()
         seen = len(records)
+        time.sleep(QUIET)
         while not self._closed:
-            time.sleep(QUIET)
             waiting = len(records)
             if waiting == seen and not (foreground is not None and foreground.busy):
                 return
-            if waiting >= MAX_WAITING or time.monotonic() - start >= MAX_DELAY:
+            left = MAX_DELAY - (time.monotonic() - start)
+            if left <= 0 or waiting >= MAX_WAITING:
                 return
+            # lines still coming: look again when the first has waited MAX_DELAY; only a
+            # request being handled: soon
+            nap = left if waiting != seen else min(left, QUIET)
             seen = waiting
+            time.sleep(nap)
 
     def _write_waiting(self) -> None:
         output, foreground, records = self._output, self._foreground, self._records
