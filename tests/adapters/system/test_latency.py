@@ -210,3 +210,23 @@ def test_close_writes_what_waits_even_while_a_request_is_handled(
     assert _lines(stream) == [f"line {n}" for n in range(5)]
     log.info("after close")  # written at once again
     assert _lines(stream)[-1] == "after close"
+
+
+def test_close_does_not_wait_for_the_quiet_moment(
+    background_log: tuple[Any, Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon stopping while the thread waits for a quiet moment writes at once and ends
+    (a pre-launched plugin has little time once the runtime lets it go)."""
+    import logging
+    import time
+
+    from nrirp.adapters.system import logs
+
+    monkeypatch.setattr(logs, "QUIET", 60.0)
+    monkeypatch.setattr(logs, "MAX_DELAY", 120.0)
+    stream, _, background = background_log
+    logging.getLogger("nrirp.test").info("last words")
+    time.sleep(0.1)  # the thread, woken by the line, is waiting for a quiet moment
+    background.close(timeout=30)
+    assert not background._thread.is_alive()  # ended by close, not by the minute's wait
+    assert _lines(stream) == ["last words"]

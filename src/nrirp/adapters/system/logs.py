@@ -230,6 +230,8 @@ class BackgroundOutput:
         self._max_pause = max_pause
         self._records: deque[logging.LogRecord] = deque()
         self._wake = threading.Event()
+        self._stop = threading.Event()
+        """Set by :meth:`close`: ends a wait for a quiet moment at once."""
         self._enqueue = _Enqueue(self._records, self._wake)
         self._enqueue.setFormatter(output.formatter)  # the decision log looks for rows there
         self._thread = threading.Thread(target=self._run, name="nrirp-log-writer", daemon=True)
@@ -262,7 +264,8 @@ class BackgroundOutput:
         records = self._records
         start = time.monotonic()
         seen = len(records)
-        time.sleep(QUIET)
+        if self._stop.wait(QUIET):
+            return
         while not self._closed:
             waiting = len(records)
             if waiting == seen and not (foreground is not None and foreground.busy):
@@ -274,7 +277,8 @@ class BackgroundOutput:
             # request being handled: soon
             nap = left if waiting != seen else min(left, QUIET)
             seen = waiting
-            time.sleep(nap)
+            if self._stop.wait(nap):
+                return  # closing: written at once
 
     def _write_waiting(self) -> None:
         output, foreground, records = self._output, self._foreground, self._records
@@ -289,6 +293,7 @@ class BackgroundOutput:
         if self._closed:
             return
         self._closed = True
+        self._stop.set()
         self._logger.addHandler(self._output)
         self._logger.removeHandler(self._enqueue)
         self._wake.set()
