@@ -45,6 +45,7 @@ aborts on the first refused call. ``--probe`` runs the daemon under ``bench/tail
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -55,6 +56,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -87,19 +89,54 @@ def build() -> Path:
         sys.exit(str(exc))
 
 
-def kill_left_over(workdir: Path) -> None:
-    """Kill what still runs with ``workdir`` in its command line: nrimockrt starts the plugin
-    in a process group of its own and leaves it running when it aborts."""
+def kill_left_over(workdir: Path, grace: float = 5.0) -> None:
+    """Kill what still runs with ``workdir`` in its command line once ``grace`` seconds passed
+    (nrimockrt starts the plugin in a process group of its own and leaves it running when it
+    aborts; a plugin that is only finishing its exit, e.g. writing ``--probe`` output, gets
+    the time). This process and its ancestors (a ``timeout`` or ``flock`` around the script
+    names the directory too) are left alone."""
     mark = os.fsencode(workdir)
+    spared = _ancestors()
+    deadline = time.monotonic() + grace
+    while True:
+        left = _running_with(mark, spared)
+        if not left or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _ancestors() -> set[int]:
+    pids = set()
+    pid = os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                pid = int(stat.read().rsplit(b")", 1)[1].split()[1])
+        except (FileNotFoundError, ValueError, IndexError):
+            break
+    return pids
+
+
+def _running_with(mark: bytes, spared: set[int]) -> list[int]:
+    pids = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
+        if not entry.isdigit() or int(entry) in spared:
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                if mark in cmdline.read():
-                    os.kill(int(entry), signal.SIGKILL)
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
+                if mark not in cmdline.read():
+                    continue
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                if stat.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    continue  # a zombie: gone, only not reaped yet
+            pids.append(int(entry))
+        except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError):
             continue
+    return pids
 
 
 def nrimockrt_run(
