@@ -57,6 +57,7 @@ def nri_stub(
         on_close=on_close,
         default_name=DEFAULT_PLUGIN_NAME,
         default_index=DEFAULT_PLUGIN_INDEX,
+        eager=True,  # the manager's handlers never wait: a task and a loop turn less each
     )
 
 

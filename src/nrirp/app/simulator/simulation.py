@@ -66,7 +66,12 @@ class Simulation:
         await self.runtime.start()
         sock = await self.runtime.open_plugin_socket()
         self.stub = Stub(
-            self.plugin, name=self.name, index=self.index, connection=sock, reconnect=False
+            self.plugin,
+            name=self.name,
+            index=self.index,
+            connection=sock,
+            reconnect=False,
+            eager=True,  # as the daemon's
         )
         service = PluginService(self.stub, self.updates)
         self._task = asyncio.create_task(service.run())
@@ -96,7 +101,12 @@ class Simulation:
                 await self._task
         sock = await self.runtime.open_plugin_socket()
         self.stub = Stub(
-            self.plugin, name=self.name, index=self.index, connection=sock, reconnect=False
+            self.plugin,
+            name=self.name,
+            index=self.index,
+            connection=sock,
+            reconnect=False,
+            eager=True,  # as the daemon's
         )
         self._task = asyncio.create_task(PluginService(self.stub, self.updates).run())
         async with asyncio.timeout(timeout):

@@ -61,7 +61,9 @@ class _Connection:
         self.up_since = loop.time()
         self.hook_task: asyncio.Task[None] | None = None
         dispatcher = Dispatcher(stub.handlers, self.configure)
-        self.session.open(PLUGIN_SERVICE_CONN).serve(PLUGIN_SERVICE, dispatcher.methods())
+        self.session.open(PLUGIN_SERVICE_CONN).serve(
+            PLUGIN_SERVICE, dispatcher.methods(), eager=stub.eager
+        )
         self.runtime: Endpoint = self.session.open(RUNTIME_SERVICE_CONN)
 
     async def configure(self, request: api_pb2.ConfigureRequest) -> EventMask:
@@ -104,7 +106,8 @@ class Stub:
     :class:`Backoff`, a Backoff, or False for not at all) as soon as the runtime's socket appears
     or is replaced, with backoff only while it refuses (:attr:`redialer`), and go through
     register/configure/synchronize again.
-    ``on_close(reason)`` runs whenever an established connection goes down.
+    ``on_close(reason)`` runs whenever an established connection goes down. ``eager``: each
+    handler starts as soon as its request is decoded (see :attr:`eager`).
 
     Updates: ``await update_containers(...)`` outside handlers; ``schedule_update_containers``
     anywhere (inside a handler it is sent after the handler's reply).
@@ -126,9 +129,14 @@ class Stub:
         argv0: str | None = None,
         default_name: str | None = None,
         default_index: str | None = None,
+        eager: bool = False,
     ) -> None:
         env = os.environ if environ is None else environ
         self.plugin = plugin
+        self.eager = eager
+        """Handlers start as soon as their request is decoded, not in a task on the event
+        loop's next turn (:meth:`Endpoint.serve`): for plugins whose handlers do not need a
+        task (``asyncio.timeout``, say) before they first wait."""
         handlers = discover_handlers(plugin)
         self.handlers = handlers.methods
         self.implemented_events = handlers.events

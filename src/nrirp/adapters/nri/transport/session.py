@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import socket
-from collections.abc import Callable, Coroutine, Mapping
+import types
+from collections.abc import Callable, Coroutine, Generator, Mapping
 from typing import Any
 
 from nrirp.adapters.nri.transport.decoding import ChunkSink, MuxDecoder
@@ -211,11 +213,23 @@ class Session:
         if self._trunk is not None:
             await self._trunk.wait_writable()
 
-    def spawn(self, coro: Coroutine[Any, Any, None]) -> bool:
-        """Run a request handler as a tracked task, unless ``max_inflight`` are running."""
+    def spawn(self, coro: Coroutine[Any, Any, None], eager: bool = False) -> bool:
+        """Run a request handler as a tracked task, unless ``max_inflight`` are running.
+
+        ``eager``: run it at once, in a context of its own (as a task would), until it
+        returns or has to wait; only then does it go on as a task (in that context)."""
         if len(self._tasks) >= self._max_inflight or self._error is not None:
             return False
-        task = asyncio.get_running_loop().create_task(coro)
+        loop = asyncio.get_running_loop()
+        if eager:
+            context = contextvars.copy_context()
+            try:
+                waiting = context.run(coro.send, None)
+            except StopIteration:
+                return True
+            task = loop.create_task(_go_on(coro, waiting), context=context)
+        else:
+            task = loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return True
@@ -234,6 +248,30 @@ class Session:
     def running_handlers(self) -> int:
         """Number of request handler tasks still running."""
         return len(self._tasks)
+
+
+async def _go_on(coro: Coroutine[Any, Any, None], waiting: Any) -> None:
+    """The rest of ``coro``, started eagerly, which yielded ``waiting`` (what it waits for)."""
+    await _resumed(coro, waiting)
+
+
+@types.coroutine
+def _resumed(coro: Coroutine[Any, Any, None], waiting: Any) -> Generator[Any, Any, None]:
+    """Drive ``coro`` from where it yielded ``waiting``: what the task sends or throws in
+    goes on to it, what it yields goes up to the task."""
+    while True:
+        try:
+            sent = yield waiting
+        except BaseException as exc:  # thrown in by the task: a cancellation, say
+            try:
+                waiting = coro.throw(exc)
+            except StopIteration:
+                return
+            continue
+        try:
+            waiting = coro.send(sent)
+        except StopIteration:
+            return
 
 
 def _run_callback(callback: CloseCallback, reason: BaseException | None) -> None:

@@ -78,8 +78,9 @@ class Link(Protocol):
         """Return when writing may continue; raise :class:`ConnectionClosed` if the session dies."""
         ...
 
-    def spawn(self, coro: Coroutine[Any, Any, None]) -> bool:
-        """Run a request handler as a tracked task; False if the in-flight limit is reached."""
+    def spawn(self, coro: Coroutine[Any, Any, None], eager: bool = False) -> bool:
+        """Run a request handler as a tracked task; False if the in-flight limit is reached.
+        ``eager``: run it at once, a task only if it has to wait."""
         ...
 
     def closed_error(self) -> ConnectionClosed | None:
@@ -99,6 +100,7 @@ class Endpoint:
         self.conn_id = conn_id
         self._link = link
         self._services: dict[str, dict[str, Handler]] = {}
+        self._eager: set[str] = set()
         self._pending: dict[int, asyncio.Future[bytes]] = {}
         self._next_stream_id = 1
         self._last_peer_stream_id = 0
@@ -106,11 +108,20 @@ class Endpoint:
 
     # ------------------------------------------------------------------ server side
 
-    def serve(self, service: str, methods: Mapping[str, Handler]) -> None:
-        """Serve ``service`` with the given ``{method: handler}`` table."""
+    def serve(self, service: str, methods: Mapping[str, Handler], *, eager: bool = False) -> None:
+        """Serve ``service`` with the given ``{method: handler}`` table.
+
+        ``eager``: a request's handler starts at once, inside the callback that decoded it (a
+        task is made only if it has to wait for something), instead of in a task the event
+        loop starts on its next turn: a task and a turn of the loop less per request. Its
+        handlers must not need to run in a task (``asyncio.timeout`` does, until they first
+        wait) and must be fine with running before the rest of the bytes read at once are
+        decoded."""
         if service in self._services:
             raise ValueError(f"service {service!r} is already served on connection {self.conn_id}")
         self._services[service] = dict(methods)
+        if eager:
+            self._eager.add(service)
 
     @property
     def services(self) -> Mapping[str, Mapping[str, Handler]]:
@@ -270,7 +281,7 @@ class Endpoint:
         metadata = tuple((kv.key, kv.value) for kv in request.metadata) if request.metadata else ()
         context = CallContext(request.service, request.method, stream_id, deadline, metadata)
         task = self._serve_call(handler, request.payload, context)
-        if not self._link.spawn(task):
+        if not self._link.spawn(task, request.service in self._eager):
             task.close()
             self._reply_status(
                 stream_id, StatusCode.RESOURCE_EXHAUSTED, "ttrpc: too many concurrent requests"
