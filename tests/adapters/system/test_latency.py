@@ -230,3 +230,29 @@ def test_close_does_not_wait_for_the_quiet_moment(
     background.close(timeout=30)
     assert not background._thread.is_alive()  # ended by close, not by the minute's wait
     assert _lines(stream) == ["last words"]
+
+
+def test_handler_activity_wakes_a_waiting_thread_when_the_last_handler_finishes() -> None:
+    import threading
+    import time
+
+    from nrirp.adapters.nri.stub.scope import HandlerActivity
+
+    activity = HandlerActivity()
+    assert activity.wait_idle(0) is True
+    activity.started()
+    activity.started()
+    results: list[bool] = []
+    waiter = threading.Thread(target=lambda: results.append(activity.wait_idle(10)))
+    waiter.start()
+    assert _wait_for(lambda: activity._waiters == 1)
+    activity.finished()  # one still runs
+    time.sleep(0.05)
+    assert results == []
+    activity.finished()
+    waiter.join(5)
+    assert results == [True]
+    activity.started()  # busy, and nobody finishes: the wait times out
+    assert activity.wait_idle(0.01) is False
+    activity.finished()
+    assert activity.wait_idle(0.01) is True and activity._waiters == 0

@@ -16,14 +16,16 @@ import threading
 
 class HandlerActivity:
     """Whether event handlers of the stubs in this process are running (invocations not
-    finished yet), for background threads that step aside for them (the state file's writer):
-    :attr:`busy` to look, :meth:`wait_idle` to wait without holding the GIL. Changed only on
-    the event loop."""
+    finished yet), for background threads that step aside for them (the state file's writer,
+    the log thread, the recorder): :attr:`busy` to look, :meth:`wait_idle` to wait without
+    holding the GIL. :meth:`started` and :meth:`finished` are called on the event loop, on
+    every request's path: they count, and touch the event only when a thread waits on it."""
 
     def __init__(self) -> None:
         self._running = 0
         self._idle = threading.Event()
-        self._idle.set()
+        self._waiters = 0
+        self._waiters_lock = threading.Lock()  # the waiting threads' only, never the loop's
 
     @property
     def busy(self) -> bool:
@@ -31,16 +33,25 @@ class HandlerActivity:
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no handler runs, at most ``timeout`` seconds; True if none does."""
-        return self._idle.wait(timeout)
+        if not self._running:
+            return True
+        with self._waiters_lock:
+            self._waiters += 1
+        try:
+            self._idle.clear()
+            if not self._running:  # finished before it saw this waiter: not set for it
+                return True
+            return self._idle.wait(timeout)
+        finally:
+            with self._waiters_lock:
+                self._waiters -= 1
 
     def started(self) -> None:
         self._running += 1
-        if self._running == 1:
-            self._idle.clear()
 
     def finished(self) -> None:
         self._running -= 1
-        if self._running == 0:
+        if not self._running and self._waiters:
             self._idle.set()
 
 
