@@ -174,3 +174,28 @@ def test_session_spawn_without_eager_still_makes_a_task() -> None:
         assert len(ran) == 2  # at once (here inside this test's task, which spawned it)
 
     arun(scenario)
+
+
+def test_a_big_request_starts_in_a_task_all_the_same() -> None:
+    """Over EAGER_MAX_BYTES (a Synchronize of hundreds of containers) the handler waits for
+    the loop's next turn, so that the bytes read for it are let go before it runs."""
+    from nrirp.adapters.nri.transport.ttrpc import EAGER_MAX_BYTES
+
+    async def scenario() -> None:
+        in_task: list[bool] = []
+
+        async def measure(payload: bytes, _ctx: CallContext) -> bytes:
+            in_task.append(asyncio.current_task() is not None)
+            return str(len(payload)).encode()
+
+        server, client = await session_pair(
+            lambda s: s.open(1).serve(SERVICE, {"Measure": measure}, eager=True), opens(1)
+        )
+        endpoint = client.endpoints[1]
+        assert await endpoint.call(SERVICE, "Measure", b"x" * 100) == b"100"
+        big = EAGER_MAX_BYTES + 1
+        assert await endpoint.call(SERVICE, "Measure", b"x" * big) == str(big).encode()
+        assert in_task == [False, True]
+        await close_all(server, client)
+
+    arun(scenario)
