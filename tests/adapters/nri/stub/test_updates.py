@@ -1,4 +1,5 @@
-"""Plugin-initiated UpdateContainers: failed updates come back; handlers can never deadlock."""
+"""Plugin-initiated UpdateContainers: failed updates come back; handlers can never deadlock,
+started in a task or eagerly (``Stub(eager=True)``, as the daemon's)."""
 
 from __future__ import annotations
 
@@ -56,10 +57,11 @@ def test_update_containers_outside_handlers_returns_the_failed_ones() -> None:
     arun(main)
 
 
-def test_awaiting_update_containers_inside_a_handler_is_refused_at_once() -> None:
+@pytest.mark.parametrize("eager", [False, True])
+def test_awaiting_update_containers_inside_a_handler_is_refused_at_once(eager: bool) -> None:
     async def main() -> None:
         plugin = Creator()
-        stub, peer, _ = await connected(plugin)
+        stub, peer, _ = await connected(plugin, eager=eager)
 
         async def naive(ctr: Any) -> None:
             await stub.update_containers([api.container_update("other", cpus="3")])
@@ -78,11 +80,14 @@ def test_awaiting_update_containers_inside_a_handler_is_refused_at_once() -> Non
     arun(main)
 
 
-def test_scheduled_update_from_a_handler_is_sent_after_the_reply_under_the_runtime_lock() -> None:
+@pytest.mark.parametrize("eager", [False, True])
+def test_scheduled_update_from_a_handler_is_sent_after_the_reply_under_the_runtime_lock(
+    eager: bool,
+) -> None:
     async def main() -> None:
         plugin = Creator()
         stub, peer, _ = await connected(
-            plugin, peer_options={"fail_updates": lambda u: u.container_id == "gone"}
+            plugin, peer_options={"fail_updates": lambda u: u.container_id == "gone"}, eager=eager
         )
 
         async def schedule(ctr: Any) -> None:
@@ -112,10 +117,11 @@ def test_scheduled_update_from_a_handler_is_sent_after_the_reply_under_the_runti
     arun(main)
 
 
-def test_tasks_started_by_a_handler_inherit_the_guard_until_the_reply() -> None:
+@pytest.mark.parametrize("eager", [False, True])
+def test_tasks_started_by_a_handler_inherit_the_guard_until_the_reply(eager: bool) -> None:
     async def main() -> None:
         plugin = Creator()
-        stub, peer, _ = await connected(plugin)
+        stub, peer, _ = await connected(plugin, eager=eager)
         outcomes: list[str] = []
         children: list[asyncio.Task[None]] = []
         replied = asyncio.Event()
