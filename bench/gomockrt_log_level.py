@@ -68,8 +68,8 @@ def main() -> int:
                 workdir / f"state-{label}",
                 workdir / "no-cgroups",
                 workdir / f"nrirp-{label}.log",
+                log_level=level,
             )
-            command = command.replace("--log-level warning", f"--log-level {level}")
             run, _ = nrimockrt_run(
                 bindir / "nrimockrt", workdir, label, command, VARIANTS[args.variant], args
             )

@@ -197,9 +197,11 @@ def daemon_command(
     cgroups: Path,
     log: Path,
     probe: Path | None = None,
+    log_level: str = "warning",
 ) -> str:
     """``nrirp run`` with the policy on the fake machine (``%s`` stands for the socket); under
-    ``bench/tail_probe.py`` writing ``probe`` when given."""
+    ``bench/tail_probe.py`` writing ``probe`` when given; at ``log_level`` (the daemon's
+    default is ``info``: a decision line per container, ``bench/gomockrt_log_level.py``)."""
     head = [sys.executable, "-m", "nrirp"]
     if probe is not None:
         head = [sys.executable, str(Path(__file__).with_name("tail_probe.py")), "--out", str(probe)]
@@ -212,7 +214,7 @@ def daemon_command(
         "--state-dir", str(state),
         "--cgroup-root", str(cgroups),
         "--config-poll-interval", "0",
-        "--log-level", "warning",
+        "--log-level", log_level,
     ]  # fmt: skip
     quoted = " ".join(shlex.quote(part) for part in argv)
     return f"{quoted} --nri-socket %s 2>{shlex.quote(str(log))}"
@@ -305,6 +307,12 @@ def main() -> int:
     parser.add_argument(
         "--probe", action="store_true", help="run the daemon under tail_probe.py (slower)"
     )
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        help="the daemon's --log-level (default warning, as every figure in docs/benchmarks.md; "
+        "operators run the default, info)",
+    )
     args = parser.parse_args()
 
     bindir = build() / "bin"
@@ -364,6 +372,7 @@ def main() -> int:
                     cgroup_root,
                     daemon_log,
                     workdir / f"probe-{label}.json" if args.probe else None,
+                    args.log_level,
                 ),
             }
             for plugin, command in commands.items():
