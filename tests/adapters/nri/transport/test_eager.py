@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+from typing import Any
 
 import pytest
 
@@ -197,5 +198,72 @@ def test_a_big_request_starts_in_a_task_all_the_same() -> None:
         assert await endpoint.call(SERVICE, "Measure", b"x" * big) == str(big).encode()
         assert in_task == [False, True]
         await close_all(server, client)
+
+    arun(scenario)
+
+
+def _waiting_handler(seen: list[str]) -> Any:
+    async def handler(_payload: bytes, _ctx: CallContext) -> bytes:
+        seen.append("started")
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            seen.append("CancelledError")
+            raise
+        except GeneratorExit:  # closed unstarted-task style: what must not happen
+            seen.append("GeneratorExit")
+            raise
+        return b""
+
+    return handler
+
+
+def test_a_protocol_error_in_the_same_read_cancels_the_waiting_handler() -> None:
+    """One read holds a request whose eager handler waits, then a bad frame: the session goes
+    down before the handler's task took a step, and the handler is cancelled all the same
+    (not dropped mid-body, which would leave its scope, and the handlers' count, open)."""
+    import socket
+
+    from nrirp.adapters.nri.transport.envelope import encode_request
+    from nrirp.adapters.nri.transport.framing import MUX_HEADER, MessageType, frame_message
+
+    async def scenario() -> None:
+        seen: list[str] = []
+        ours, theirs = socket.socketpair()
+        session = Session()
+        session.open(1).serve(SERVICE, {"Wait": _waiting_handler(seen)}, eager=True)
+        await session.attach(ours)
+        frames = frame_message(
+            1, 1, int(MessageType.REQUEST), 0, encode_request(SERVICE, "Wait", b"x", 0)
+        )
+        theirs.sendall(bytes(frames) + MUX_HEADER.pack(1, 1 << 30))  # then a frame far too big
+        await asyncio.wait_for(session.wait_closed(), 5)
+        assert seen == ["started", "CancelledError"]
+        assert session.running_handlers == 0
+        theirs.close()
+
+    arun(scenario)
+
+
+def test_a_handler_that_closes_its_session_then_waits_is_cancelled() -> None:
+    async def scenario() -> None:
+        seen: list[str] = []
+        session = Session()
+
+        async def closes(_payload: bytes, _ctx: CallContext) -> None:
+            session.close()
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                seen.append("CancelledError")
+                raise
+
+        spawned = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(  # a callback, as the decoder's: no current task
+            lambda: spawned.set_result(session.spawn(closes(b"", None), eager=True))  # type: ignore[arg-type]
+        )
+        assert await spawned
+        await asyncio.wait_for(session.wait_closed(), 5)
+        assert seen == ["CancelledError"] and session.running_handlers == 0
 
     arun(scenario)

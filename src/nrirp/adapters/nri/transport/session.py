@@ -7,7 +7,6 @@ import contextvars
 import logging
 import os
 import socket
-import types
 from collections.abc import Callable, Coroutine, Generator, Mapping
 from typing import Any
 
@@ -227,11 +226,13 @@ class Session:
                 waiting = context.run(coro.send, None)
             except StopIteration:
                 return True
-            task = loop.create_task(_go_on(coro, waiting), context=context)
+            task = loop.create_task(_Resumed(coro, waiting), context=context)
         else:
             task = loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if self._error is not None:  # the handler's eager part brought the session down
+            task.cancel()
         return True
 
     def closed_error(self) -> ConnectionClosed | None:
@@ -250,28 +251,39 @@ class Session:
         return len(self._tasks)
 
 
-async def _go_on(coro: Coroutine[Any, Any, None], waiting: Any) -> None:
-    """The rest of ``coro``, started eagerly, which yielded ``waiting`` (what it waits for)."""
-    await _resumed(coro, waiting)
+class _Resumed(Coroutine[Any, Any, None]):
+    """What a task drives for a handler started eagerly that then had to wait: its first
+    ``send`` hands the task what the handler yielded (``waiting``); every later ``send``, and
+    every ``throw`` (also one before the first step: a task cancelled at once must cancel
+    the handler, not drop it mid-body) and ``close``, go on to the handler itself."""
 
+    __slots__ = ("_coro", "_started", "_waiting")
 
-@types.coroutine
-def _resumed(coro: Coroutine[Any, Any, None], waiting: Any) -> Generator[Any, Any, None]:
-    """Drive ``coro`` from where it yielded ``waiting``: what the task sends or throws in
-    goes on to it, what it yields goes up to the task."""
-    while True:
-        try:
-            sent = yield waiting
-        except BaseException as exc:  # thrown in by the task: a cancellation, say
-            try:
-                waiting = coro.throw(exc)
-            except StopIteration:
-                return
-            continue
-        try:
-            waiting = coro.send(sent)
-        except StopIteration:
-            return
+    def __init__(self, coro: Coroutine[Any, Any, None], waiting: Any) -> None:
+        self._coro = coro
+        self._waiting = waiting
+        self._started = False
+
+    def send(self, value: Any) -> Any:
+        if not self._started:
+            self._started = True
+            waiting, self._waiting = self._waiting, None
+            return waiting
+        return self._coro.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        self._started = True
+        self._waiting = None
+        return self._coro.throw(typ if val is None else val)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        raise TypeError("a resumed handler is driven by its task only")
+
+    def __repr__(self) -> str:
+        return f"<resumed {self._coro!r}>"
 
 
 def _run_callback(callback: CloseCallback, reason: BaseException | None) -> None:
