@@ -245,7 +245,7 @@ def test_handler_activity_wakes_a_waiting_thread_when_the_last_handler_finishes(
     results: list[bool] = []
     waiter = threading.Thread(target=lambda: results.append(activity.wait_idle(10)))
     waiter.start()
-    assert _wait_for(lambda: activity._waiters == 1)
+    assert _wait_for(lambda: len(activity._waiting) == 1)
     activity.finished()  # one still runs
     time.sleep(0.05)
     assert results == []
@@ -255,4 +255,27 @@ def test_handler_activity_wakes_a_waiting_thread_when_the_last_handler_finishes(
     activity.started()  # busy, and nobody finishes: the wait times out
     assert activity.wait_idle(0.01) is False
     activity.finished()
-    assert activity.wait_idle(0.01) is True and activity._waiters == 0
+    assert activity.wait_idle(0.01) is True and activity._waiting == []
+
+
+def test_every_thread_waiting_for_idle_is_woken_by_the_last_handler() -> None:
+    """Several background threads wait at once (the log thread, the state writer, the
+    recorder): each has its own wake-up, so none can clear another's."""
+    import threading
+
+    from nrirp.adapters.nri.stub.scope import HandlerActivity
+
+    activity = HandlerActivity()
+    activity.started()
+    results: list[bool] = []
+    waiters = [
+        threading.Thread(target=lambda: results.append(activity.wait_idle(30))) for _ in range(3)
+    ]
+    for waiter in waiters:
+        waiter.start()
+    assert _wait_for(lambda: len(activity._waiting) == 3)
+    activity.finished()
+    for waiter in waiters:
+        waiter.join(10)
+    assert results == [True, True, True]  # each woken, none left to its 30 s timeout
+    assert activity._waiting == []

@@ -23,9 +23,9 @@ class HandlerActivity:
 
     def __init__(self) -> None:
         self._running = 0
-        self._idle = threading.Event()
-        self._waiters = 0
-        self._waiters_lock = threading.Lock()  # the waiting threads' only, never the loop's
+        self._waiting: list[threading.Event] = []
+        """One event per thread waiting in :meth:`wait_idle` (none clears another's)."""
+        self._waiting_lock = threading.Lock()  # the waiting threads' only, never the loop's
 
     @property
     def busy(self) -> bool:
@@ -35,24 +35,25 @@ class HandlerActivity:
         """Wait until no handler runs, at most ``timeout`` seconds; True if none does."""
         if not self._running:
             return True
-        with self._waiters_lock:
-            self._waiters += 1
+        idle = threading.Event()
+        with self._waiting_lock:
+            self._waiting.append(idle)
         try:
-            self._idle.clear()
-            if not self._running:  # finished before it saw this waiter: not set for it
+            if not self._running:  # finished before this waiter was listed: not set for it
                 return True
-            return self._idle.wait(timeout)
+            return idle.wait(timeout)
         finally:
-            with self._waiters_lock:
-                self._waiters -= 1
+            with self._waiting_lock:
+                self._waiting.remove(idle)
 
     def started(self) -> None:
         self._running += 1
 
     def finished(self) -> None:
         self._running -= 1
-        if not self._running and self._waiters:
-            self._idle.set()
+        if not self._running and self._waiting:
+            for idle in tuple(self._waiting):
+                idle.set()
 
 
 HANDLERS = HandlerActivity()
