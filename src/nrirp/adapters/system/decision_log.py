@@ -70,7 +70,9 @@ class _DecisionRecord(logging.LogRecord):
     fields of each decision cost CreateContainer more under the Go harness than the few
     microseconds they take in a loop, ``docs/benchmarks.md``, *Log lines at the default
     level*); its ``fields`` (one decision) or ``field_rows`` (several) are made when read,
-    by the formatter. What ``LogRecord.__init__`` would set is here as class attributes."""
+    by the formatter. What ``LogRecord.__init__`` would set is here as class attributes, not
+    in the record's ``__dict__``: a formatter that says it ``renders_rows`` must read
+    attributes (as ours do), not ``%(name)s``-style through ``__dict__``."""
 
     msg = "decision"
     args = ()

@@ -169,7 +169,8 @@ MAX_DELAY = 0.25
 """Seconds a record waits at most for such a pause: under a steady stream of requests the
 thread writes this often, stepping aside for each request."""
 MAX_WAITING = 4096
-"""Records waiting at which the thread writes without waiting for a pause."""
+"""Records waiting at which the thread writes without waiting for a pause (seen when it looks:
+after :data:`QUIET`, then at :data:`MAX_DELAY`)."""
 
 
 class _Enqueue(logging.Handler):
@@ -294,10 +295,15 @@ class BackgroundOutput:
             return
         self._closed = True
         self._stop.set()
-        self._logger.addHandler(self._output)
-        self._logger.removeHandler(self._enqueue)
+        handlers = self._logger.handlers
+        if self._enqueue in handlers:  # swapped in one step: no record goes to both or neither
+            handlers[handlers.index(self._enqueue)] = self._output
+        else:
+            self._logger.addHandler(self._output)
         self._wake.set()
         self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._write_waiting()  # queued by another thread after the thread's last look
 
 
 def log_in_background(foreground: Foreground | None = None) -> BackgroundOutput | None:

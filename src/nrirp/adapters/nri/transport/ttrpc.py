@@ -98,9 +98,10 @@ class Link(Protocol):
 class Endpoint:
     """ttRPC endpoint on one logical connection of a session.
 
-    As server it dispatches requests to the services registered with :meth:`serve`, each in its own
-    task; as client it issues calls with odd, strictly increasing stream ids and matches replies by
-    stream id. Both roles may be used on the same connection.
+    As server it dispatches requests to the services registered with :meth:`serve`, each in its
+    own task (or started at once, for an eager service); as client it issues calls with odd,
+    strictly increasing stream ids and matches replies by stream id. Both roles may be used on
+    the same connection.
     """
 
     def __init__(self, conn_id: int, link: Link) -> None:
@@ -123,7 +124,9 @@ class Endpoint:
         loop starts on its next turn: a task and a turn of the loop less per request. Its
         handlers must not need to run in a task (``asyncio.timeout`` does, until they first
         wait) and must be fine with running before the rest of the bytes read at once are
-        decoded. Requests over :data:`EAGER_MAX_BYTES` start in a task all the same."""
+        decoded. Requests over :data:`EAGER_MAX_BYTES` start in a task all the same. (Needing
+        a task: ``asyncio.timeout``, ``asyncio.current_task()``, and on Python 3.12
+        ``asyncio.wait_for`` and ``TaskGroup``.)"""
         if service in self._services:
             raise ValueError(f"service {service!r} is already served on connection {self.conn_id}")
         self._services[service] = dict(methods)
