@@ -249,13 +249,18 @@ def test_prelaunched_daemon_registers_over_fd_3(
     pod = kube.run_pod(PodSpec("pre", (ContainerSpec("x"),)))
     cid = pod.container_id("x")
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    registered: list[str] = []
+    while time.monotonic() < deadline:  # log lines are written at quiet moments (<= 250 ms late)
         cache = state_dir / "cache"
-        if cache.exists() and cid in {c["id"] for c in json.loads(cache.read_text())["containers"]}:
+        records = [json.loads(line) for line in plugin.log_path.read_text().splitlines()]
+        registered = [r["msg"] for r in records if "registered with containerd" in r["msg"]]
+        if (
+            registered
+            and cache.exists()
+            and cid in {c["id"] for c in json.loads(cache.read_text())["containers"]}
+        ):
             break
         time.sleep(0.05)
-    records = [json.loads(line) for line in plugin.log_path.read_text().splitlines()]
-    registered = [r["msg"] for r in records if "registered with containerd" in r["msg"]]
     assert len(registered) == 1 and registered[0].startswith("90-resource-manager: ")
     state = json.loads((state_dir / "cache").read_text())
     assert [p["id"] for p in state["pods"]] == [pod.id]
