@@ -361,8 +361,12 @@ def test_rotated_parts_are_bounded_and_each_replays_to_the_same_placements(
     current = load_workload(str(path))
     assert current.recording is not None and current.recording.part > 3  # older ones deleted
     assert current.recording.state is not None  # the state when the part began
-    assert current.steps[0].kind != "synchronize"  # it starts mid-way, from the state
-    assert placements(replay_recording(path)) == placements(source)
+    if current.steps:
+        assert current.steps[0].kind != "synchronize"  # it starts mid-way, from the state
+        assert placements(replay_recording(path)) == placements(source)
+    else:  # the writer asked for a new part at the last call: it holds that state alone
+        assert replay_recording(path) == []
+        assert placements(replay_recording(tmp_path / "rec.yaml.1")) == placements(source)
     # an older part replays to where the node was when that part ended
     previous = load_workload(str(tmp_path / "rec.yaml.1"))
     assert previous.recording is not None
