@@ -19,18 +19,17 @@ import argparse
 import random
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gomockrt_topology_aware import (
-    CONFIG,
     VARIANTS,
     build,
     daemon_command,
     event,
     nrimockrt_run,
+    scratch_setup,
 )
 
 
@@ -45,16 +44,8 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=20)
     args = parser.parse_args()
 
-    from nrirp.adapters.fakehw import load_machine, resolve, write_sysfs
-    from nrirp.adapters.fakehw.discovery import scratch_dir
-
     bindir = build() / "bin"
-    workdir = Path(tempfile.mkdtemp(prefix="gomockrt-log-"))
-    tree = Path(tempfile.mkdtemp(prefix="gomockrt-log-sysfs-", dir=scratch_dir())) / "sys"
-    write_sysfs(resolve(load_machine(args.machine), "m"), tree)
-    (workdir / "no-cgroups").mkdir()
-    config = workdir / "config.yaml"
-    config.write_text(CONFIG)
+    workdir, tree, config, cgroups = scratch_setup("gomockrt-log", args.machine)
     results: dict[str, list[tuple[float, float]]] = {level: [] for level in args.levels}
     for number in range(args.rounds):
         order = list(args.levels)
@@ -66,7 +57,7 @@ def main() -> int:
                 tree,
                 config,
                 workdir / f"state-{label}",
-                workdir / "no-cgroups",
+                cgroups,
                 workdir / f"nrirp-{label}.log",
                 log_level=level,
             )

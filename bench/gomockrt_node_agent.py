@@ -23,7 +23,6 @@ import argparse
 import shlex
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +30,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gomockrt_topology_aware import (  # type: ignore[import-not-found]
-    CONFIG,
     VARIANTS,
     build,
     daemon_command,
     event,
     nrimockrt_run,
+    scratch_setup,
 )
 from tests.support.kube_apiserver import FakeApiServer
-
-from nrirp.adapters.fakehw import load_machine, resolve, write_sysfs
-from nrirp.adapters.fakehw.discovery import scratch_dir
 
 NODE = "gomockrt-node"
 
@@ -59,14 +55,7 @@ def main() -> int:
     args = parser.parse_args()
 
     bindir = build() / "bin"
-    workdir = Path(tempfile.mkdtemp(prefix="gomockrt-agent-"))
-    tree = Path(tempfile.mkdtemp(prefix="gomockrt-agent-sysfs-", dir=scratch_dir())) / "sys"
-    spec = load_machine(args.machine)
-    write_sysfs(resolve(spec, f"machine {spec.name}"), tree)
-    config = workdir / "topology-aware.yaml"
-    config.write_text(CONFIG)
-    cgroups = workdir / "no-cgroups"
-    cgroups.mkdir()
+    workdir, tree, config, cgroups = scratch_setup("gomockrt-agent", args.machine)
     server = FakeApiServer().start()
     server.add_node(NODE)
     kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")

@@ -189,6 +189,21 @@ def event(run: dict[str, Any], name: str, key: str) -> float:
     return float(next(e[key] for e in run["events"] if e["event"] == name))
 
 
+def scratch_setup(prefix: str, machine: str) -> tuple[Path, Path, Path, Path]:
+    """A fresh work directory for a comparison script, and in it: the catalogue ``machine``'s
+    sysfs tree (on tmpfs when there is one), the topology-aware config (:data:`CONFIG`) and an
+    empty cgroup root. Returns (workdir, tree, config, cgroups)."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"{prefix}-"))
+    tree = Path(tempfile.mkdtemp(prefix=f"{prefix}-sysfs-", dir=scratch_dir())) / "sys"
+    spec = load_machine(machine)
+    write_sysfs(resolve(spec, f"machine {spec.name}"), tree)
+    config = workdir / "topology-aware.yaml"
+    config.write_text(CONFIG)
+    cgroups = workdir / "no-cgroups"
+    cgroups.mkdir()
+    return workdir, tree, config, cgroups
+
+
 def daemon_command(
     policy: str,
     tree: Path,

@@ -249,19 +249,17 @@ class BackgroundOutput:
             self._wake.wait()
             self._wake.clear()
             if self._foreground is not None and not self._closed:
-                self._wait_for_quiet()
+                self._wait_for_quiet(self._foreground)
             self._enqueue.asleep = True  # a record from here on wakes it again
             self.batches += 1
             self._write_waiting()
             if self._closed:
-                self._write_waiting()  # what came while closing
-                return
+                return  # close() writes what came after this, once the thread ended
 
-    def _wait_for_quiet(self) -> None:
-        """Return once no record came for :data:`QUIET` seconds and no request is handled, or
+    def _wait_for_quiet(self, foreground: Foreground) -> None:
+        """Return once no record came for :data:`QUIET` seconds and ``foreground`` is idle, or
         :data:`MAX_DELAY` after the start; it looks twice under a steady stream (each look
         takes the GIL, maybe in the middle of a request)."""
-        foreground = self._foreground
         records = self._records
         start = time.monotonic()
         seen = len(records)
@@ -269,7 +267,7 @@ class BackgroundOutput:
             return
         while not self._closed:
             waiting = len(records)
-            if waiting == seen and not (foreground is not None and foreground.busy):
+            if waiting == seen and not foreground.busy:
                 return
             left = MAX_DELAY - (time.monotonic() - start)
             if left <= 0 or waiting >= MAX_WAITING:

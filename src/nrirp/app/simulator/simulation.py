@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from types import TracebackType
 
 from nrirp.adapters.nri.resmgr.plugin import ResourceManagerPlugin
@@ -65,14 +66,7 @@ class Simulation:
         """
         await self.runtime.start()
         sock = await self.runtime.open_plugin_socket()
-        self.stub = Stub(
-            self.plugin,
-            name=self.name,
-            index=self.index,
-            connection=sock,
-            reconnect=False,
-            eager=True,  # as the daemon's
-        )
+        self.stub = self._stub(sock)
         service = PluginService(self.stub, self.updates)
         self._task = asyncio.create_task(service.run())
         ready = asyncio.create_task(
@@ -89,6 +83,18 @@ class Simulation:
         await self.close()
         raise error or RegistrationError("the plugin stopped before it was ready")
 
+    def _stub(self, sock: socket.socket) -> Stub:
+        """The plugin's stub over the runtime's socket ``sock``, serving as the daemon's does
+        (handlers started at once)."""
+        return Stub(
+            self.plugin,
+            name=self.name,
+            index=self.index,
+            connection=sock,
+            reconnect=False,
+            eager=True,
+        )
+
     async def reconnect(self, timeout: float = 10.0) -> None:
         """Drop the plugin's connection and connect it again, as after a restart of the
         runtime: the runtime synchronizes it with what it runs now. Returns once the plugin
@@ -100,14 +106,7 @@ class Simulation:
             with contextlib.suppress(Exception):
                 await self._task
         sock = await self.runtime.open_plugin_socket()
-        self.stub = Stub(
-            self.plugin,
-            name=self.name,
-            index=self.index,
-            connection=sock,
-            reconnect=False,
-            eager=True,  # as the daemon's
-        )
+        self.stub = self._stub(sock)
         self._task = asyncio.create_task(PluginService(self.stub, self.updates).run())
         async with asyncio.timeout(timeout):
             while self.plugin.synchronizations == synchronizations:
