@@ -15,6 +15,7 @@ import time
 import tomllib
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -34,7 +35,9 @@ from .harness.cgroups import (
 )
 from .harness.config import ContainerdOptions, Layout, render_config
 from .harness.containerd import Containerd, shim_socket
+from .harness.containerd2 import render_config_v3
 from .harness.cri_proto import CriApi, strip_gogoproto
+from .harness.facts import RuntimeFacts, runtime_facts
 from .harness.image import IDLE_CMD, IMAGE_REF, build_oci_archive, oci_architecture
 from .harness.kubelet import _catches_sigterm
 from .harness.mounts import mounts_under
@@ -293,6 +296,58 @@ def test_config_puts_everything_in_the_private_dir(tmp_path: Path) -> None:
     assert tomllib.loads(render_config(layout, tmp_path / "runc", disabled))["plugins"][
         "io.containerd.nri.v1.nri"
     ]["disable"]
+
+
+def test_containerd2_config_is_the_version_3_schema_in_the_private_dir(tmp_path: Path) -> None:
+    layout = Layout(tmp_path / "r")
+    options = ContainerdOptions(registration_timeout="3s", request_timeout="7s")
+    config = tomllib.loads(render_config_v3(layout, tmp_path / "runc", options))
+    assert config["version"] == 3
+    assert config["grpc"]["address"] == str(layout.address)
+    plugins = config["plugins"]
+    nri = plugins["io.containerd.nri.v1.nri"]
+    assert nri["disable"] is False and nri["disable_connections"] is False
+    assert (nri["plugin_registration_timeout"], nri["plugin_request_timeout"]) == ("3s", "7s")
+    assert nri["socket_path"] == str(layout.nri_socket)
+    images = plugins["io.containerd.cri.v1.images"]
+    assert images["pinned_images"] == {"sandbox": IMAGE_REF}
+    runtime = plugins["io.containerd.cri.v1.runtime"]
+    assert runtime["restrict_oom_score_adj"] is True
+    assert runtime["cni"]["bin_dirs"] == [str(layout.root / "cni" / "bin")]
+    runc = runtime["containerd"]["runtimes"]["runc"]
+    assert runc["runtime_type"] == "io.containerd.runc.v2"
+    assert runc["options"] == {
+        "BinaryName": str(tmp_path / "runc"),
+        "Root": str(layout.runc_root),
+        "SystemdCgroup": False,
+    }
+    assert "sandbox_image" not in plugins["io.containerd.grpc.v1.cri"]  # a version 2 key
+
+    def paths(value: object) -> list[str]:
+        if isinstance(value, dict):
+            return [p for v in value.values() for p in paths(v)]
+        if isinstance(value, list):
+            return [p for v in value for p in paths(v)]
+        return [value] if isinstance(value, str) and value.startswith("/") else []
+
+    assert [p for p in paths(config) if not p.startswith(str(tmp_path))] == []
+    disabled = ContainerdOptions(nri_enabled=False)
+    assert tomllib.loads(render_config_v3(layout, tmp_path / "runc", disabled))["plugins"][
+        "io.containerd.nri.v1.nri"
+    ]["disable"]
+
+
+def test_runtime_facts_by_release_series(tmp_path: Path) -> None:
+    def facts(version: str) -> RuntimeFacts:
+        binaries = attrs.evolve(_binaries(tmp_path), containerd_version=version)
+        return runtime_facts(Containerd(binaries, CriApi(sys, sys, tmp_path), None, tmp_path))  # type: ignore[arg-type]
+
+    assert facts("1.7.24").nri == "0.6.1" and not facts("1.7.24").synchronizes_prelaunched
+    assert facts("1.7.24").prelaunched_timeout_is_fatal
+    assert facts("2.1.9").nri == "0.8.0" and facts("2.1.9").synchronizes_prelaunched
+    assert not facts("2.1.9").prelaunched_timeout_is_fatal
+    with pytest.raises(HarnessSetupError, match=r"know no facts of containerd 2\.9"):
+        facts("2.9.0")
 
 
 def test_install_plugin_validates_names(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Scheduling classes on the real containerd 1.7.24, whose NRI (v0.6.1) cannot carry them:
+"""Scheduling classes on the real containerd 1.7.24 (and 2.x in ``test_containerd2.py``), whose
+NRI (v0.6.1; v0.8.0 in Debian's 2.1) cannot carry them:
 ``nrirp run`` knows it from the runtime's version and its host controller gives every task of
 the container the class once it started (``sched_setattr``, ``ioprio_set``). What the
 container's process runs with is read from the host: ``sched_getscheduler``, ``getpriority``,
@@ -61,7 +62,7 @@ def _tasks(pid: int) -> list[int]:
     return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
 
 
-def test_scheduling_classes_reach_the_tasks_on_containerd_1_7(
+def test_scheduling_classes_reach_the_tasks_when_nri_cannot_carry_them(
     fresh_containerd: Containerd,
     fresh_kubelet: Kubelet,
     plugin_processes: PluginProcesses,

@@ -1,4 +1,5 @@
-"""Our example NRI plugins (``logger``, ``pin_cpus``) on a real containerd 1.7.24 (NRI 0.6.1).
+"""Our example NRI plugins (``logger``, ``pin_cpus``) on a real containerd 1.7.24 (NRI 0.6.1);
+``test_containerd2.py`` runs them on containerd 2.x too.
 
 The six scenarios of a plugin's life on a real runtime:
 
@@ -11,9 +12,10 @@ The six scenarios of a plugin's life on a real runtime:
    resynchronize with the pods still running, and keep serving new pods;
 6. pre-launched plugins started by containerd from its plugin directory register and work.
 
-Facts of containerd 1.7.24 these tests pin down: pre-launched plugins get no Synchronize; after a
-restart, pods that survived it get no StopPodSandbox/RemovePodSandbox events (their containers'
-events still come). A failing test gets containerd's log tail and every plugin's log tail in its
+Facts of containerd these tests pin down (``harness/facts.py`` where releases differ): 1.7.24's
+pre-launched plugins get no Synchronize (2.x's get one); after a restart, pods that survived it
+get no StopPodSandbox/RemovePodSandbox events (their containers' events still come; 1.7.24 and
+2.1.9 alike). A failing test gets containerd's log tail and every plugin's log tail in its
 report.
 """
 
@@ -33,6 +35,7 @@ import pytest
 from tests.support.gomockrt import REPO_ROOT
 
 from .harness import Containerd, ContainerSpec, CriError, Kubelet, PodSpec
+from .harness.facts import runtime_facts
 from .harness.fixtures import PluginProcesses
 from .harness.plugins import PluginProcess
 from .harness.processes import cmdline
@@ -285,9 +288,10 @@ def test_logger_registers_and_sees_a_two_container_pod_in_order(
 ) -> None:
     plugin = start_logger(plugin_processes, containerd, "--name", "pylogger", "--index", "20")
     configured = plugin.wait_for_line(r"Configure runtime=containerd version=\S+")
-    assert "nri=-" in configured  # NRI 0.6.1 does not send its version
+    assert "nri=-" in configured  # NRI 0.6.1 and 0.8.0 do not send their version
     registered = plugin.wait_for_line(r"20-pylogger: registered with containerd")
-    assert "NRI v0.6.1 (inferred from the runtime version)" in registered
+    nri = runtime_facts(containerd).nri
+    assert f"NRI v{nri} (inferred from the runtime version)" in registered
     assert "ValidateContainerAdjustment" not in registered  # trimmed for NRI <= 0.9
     assert registered.endswith("subscribed to " + ",".join(NRI_0_6_EVENTS))
 
@@ -506,9 +510,10 @@ def test_plugins_reconnect_and_resync_after_containerd_restart(
         ("RemoveContainer", new_id),
         ("RemovePodSandbox", None),
     ]
-    # containerd 1.7.24 delivers StopPodSandbox/RemovePodSandbox only for pods it ran itself: it
-    # tracks NRI state per id in memory, and Synchronize refills it for containers only. A
-    # surviving pod's removal therefore reaches plugins as its containers' events alone.
+    # containerd (1.7.24, 2.1.9) delivers StopPodSandbox/RemovePodSandbox only for pods it ran
+    # itself since it started: it tracks NRI state per id in memory, and Synchronize refills
+    # it for containers only. A surviving pod's removal therefore reaches plugins as its
+    # containers' events alone.
     assert [(e.name, e.id) for e in last.of_pod("default/survivor")] == [
         ("StopContainer", cid),
         ("RemoveContainer", cid),
@@ -543,8 +548,10 @@ def test_prelaunched_logger_gets_its_config_and_sees_events(
         ("RunPodSandbox", None),
         *[(n, cid) for n in CONTAINER_LIFECYCLE[:4]],
     ]
-    # NRI 0.6.1 synchronizes only plugins that connect to its socket, not pre-launched ones
-    assert session.sync_pods is None and session.synced == []
+    if runtime_facts(runtime).synchronizes_prelaunched:
+        assert session.sync_pods == 0 and session.synced == []
+    else:  # NRI 0.6.1 synchronizes only plugins that connect to its socket
+        assert session.sync_pods is None and session.synced == []
     assert plugin.log_path.read_text() == ""  # nothing on stdout or stderr
 
 

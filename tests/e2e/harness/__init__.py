@@ -1,4 +1,4 @@
-"""The nrirp end-to-end harness: a private containerd 1.7.24 with NRI, driven through CRI.
+"""The nrirp end-to-end harness: a private containerd 1.7.24 (or 2.x) with NRI, driven through CRI.
 
 Start with the fixtures in ``tests/e2e/conftest.py``; the pieces:
 
@@ -12,6 +12,8 @@ Start with the fixtures in ``tests/e2e/conftest.py``; the pieces:
   simulated runtime).
 - :mod:`.cgroups`: cgroup v1/v2 reading from a PID.
 - :mod:`.plugins`: :class:`PluginProcess` and pre-launched plugin wrapper scripts.
+- :mod:`.containerd2`, :mod:`.containerd16`: containerd 2.x (version 3 config) and 1.6.20 (NRI
+  v0.1, private mount namespace); :mod:`.facts`: what differs between releases.
 - ``build_gomockrt`` (from ``tests/support/gomockrt.py``): builds the vendored Go reference
   tools in ``tools/gomockrt`` (the plugin ``nristub``).
 """

@@ -155,7 +155,7 @@ class Containerd:
             raise ContainerdError("containerd is already running")
         for d in self.layout.directories():
             d.mkdir(parents=True, exist_ok=True)
-        self.layout.config.write_text(render_config(self.layout, self.binaries.runc, self.options))
+        self.layout.config.write_text(self._render_config())
         for stale in (self.layout.address, self.layout.ttrpc_address, self.layout.nri_socket):
             stale.unlink(missing_ok=True)
         self.starts += 1
@@ -176,6 +176,10 @@ class Containerd:
             import_image(self.binaries.ctr, self.layout.address, self.image, K8S_NAMESPACE)
             self._wait_image(timeout)
             self._image_imported = True
+
+    def _render_config(self) -> str:
+        """The config file's text (a subclass for another containerd writes its schema)."""
+        return render_config(self.layout, self.binaries.runc, self.options)
 
     def _command(self) -> list[str]:
         """containerd's command line (a subclass may wrap it, e.g. in a mount namespace)."""

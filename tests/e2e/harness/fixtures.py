@@ -38,8 +38,11 @@ class ContainerdFactory:
         cri: CriApi,
         image: ImageArchive,
         logs_dir: Path,
+        kind: type[Containerd] = Containerd,
     ) -> None:
         self.binaries = binaries
+        self.kind = kind
+        """The class of the instances (:class:`Containerd`, or a subclass for another version)."""
         self.cri = cri
         self.image = image
         self.logs_dir = logs_dir
@@ -50,7 +53,7 @@ class ContainerdFactory:
     ) -> Containerd:
         """A new instance in a fresh private directory, started unless ``start=False``."""
         root = Path(tempfile.mkdtemp(prefix="nrirp-ctrd-", dir=private_base()))
-        instance = Containerd(self.binaries, self.cri, self.image, root, options)
+        instance = self.kind(self.binaries, self.cri, self.image, root, options)
         if len(str(instance.layout.ttrpc_address)) > MAX_SOCKET_PATH:
             root.rmdir()
             raise ValueError(f"socket paths below {root} are too long; set NRIRP_E2E_TMP")
