@@ -380,3 +380,16 @@ def test_console_entry_point_with_policy_modules_env(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert [c["cpus"] for c in doc["steps"][0]["containers"]] == ["0"]
+
+
+def test_a_comparison_names_the_defaults_as_such(capsys: pytest.CaptureFixture[str]) -> None:
+    """A plain workload compared without ``--config``: NEW ran with the policy's defaults
+    (not "a recording's": there is none)."""
+    topology = WORKLOADS / "topology-aware"
+    old = str(topology / "configs" / "box16-available.yaml")
+    argv = ("--machine", "box-16", "--policy", "topology-aware")
+    code, out, err = run(
+        capsys, *argv, "--workload", str(topology / "basics.yaml"), "--compare", old
+    )
+    assert code == EXIT_STEPS, err
+    assert f"  OLD: {old}\n  NEW: the policy's defaults\n" in out

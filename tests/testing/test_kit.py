@@ -28,9 +28,11 @@ from nrirp.testing import (
     besteffort,
     burstable,
     container,
+    delete_pod,
     fake_machine,
     guaranteed,
     pod,
+    resize_container,
 )
 
 ROOT = Path(__file__).parents[2]
@@ -176,6 +178,22 @@ def test_resize_reconfigure_and_restart() -> None:
     again = harness.restart()
     assert again.placement() == before
     assert again.reconfigure({"reservedResources": {"cpu": "2"}}).applied
+
+
+def test_resize_and_delete_take_the_pod_run_returned() -> None:
+    """``run`` returns a :class:`RunningPod`; it is what a test has at hand, so ``resize``
+    and ``delete`` (and the functions on any engine) take it as well as the built pod."""
+    harness = EngineHarness.build("topology-aware", machine="box-16")
+    app = harness.run(pod("app", burstable("c", "500m")))
+    harness.resize(app, "c", requests={"cpu": "2"}, limits={"cpu": "2"})
+    assert harness.container(app["c"]).resources.cpu_shares == 2048
+    harness.delete(app)
+    assert harness.placement().containers == ()
+    other = harness.run(pod("other", burstable("c", "500m")))
+    resize_container(harness.engine, other, "c", requests={"cpu": "1"})
+    assert harness.container(other["c"]).resources.cpu_shares == 1024
+    delete_pod(harness.engine, other)
+    assert harness.placement().containers == ()
 
 
 # ---------------------------------------------------------------------- assertions

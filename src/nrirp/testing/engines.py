@@ -171,17 +171,20 @@ class EngineHarness:
 
     def resize(
         self,
-        pod: PodUnderTest,
+        pod: PodUnderTest | RunningPod,
         name: str,
         *,
         requests: Mapping[str, QuantityValue] | None = None,
         limits: Mapping[str, QuantityValue] | None = None,
     ) -> list[Update]:
-        """:func:`resize_container` on this engine."""
+        """:func:`resize_container` on this engine (``pod``: as built, or as :meth:`run`
+        returned it)."""
         return resize_container(self.engine, pod, name, requests=requests, limits=limits)
 
-    def delete(self, pod: PodUnderTest) -> list[Update]:
-        """:func:`delete_pod` on this engine."""
+    def delete(self, pod: PodUnderTest | RunningPod) -> list[Update]:
+        """:func:`delete_pod` on this engine (``pod``: as built, or as :meth:`run` returned
+        it)."""
+        pod = _under_test(pod)
         self.pods.pop(f"{pod.namespace}/{pod.name}", None)
         return delete_pod(self.engine, pod)
 
@@ -209,6 +212,10 @@ class EngineHarness:
             if running is not None and name in running.pod.container_names:
                 return running.pod.container_id(name)
         return ref
+
+
+def _under_test(pod: PodUnderTest | RunningPod) -> PodUnderTest:
+    return pod.pod if isinstance(pod, RunningPod) else pod
 
 
 def _missing(ref: ContainerRef) -> Container:
@@ -255,7 +262,7 @@ def run_pod(engine: Engine, pod: PodUnderTest, *, refusals: bool = False) -> Run
 
 def resize_container(
     engine: Engine,
-    pod: PodUnderTest,
+    pod: PodUnderTest | RunningPod,
     name: str,
     *,
     requests: Mapping[str, QuantityValue] | None = None,
@@ -265,6 +272,7 @@ def resize_container(
     then PostUpdate); the updates the policy made."""
     from nrirp.app.embed import resources_of
 
+    pod = _under_test(pod)
     held = engine.container_by_id(pod.container_id(name)) or _missing(pod.container_id(name))
     resources = resources_of(Resources.of(requests=requests, limits=limits))
     updates = engine.update_container(pod.sandbox, held, resources)
@@ -272,9 +280,10 @@ def resize_container(
     return updates
 
 
-def delete_pod(engine: Engine, pod: PodUnderTest) -> list[Update]:
+def delete_pod(engine: Engine, pod: PodUnderTest | RunningPod) -> list[Update]:
     """Stop and remove the pod's containers, then its sandbox (a kubelet's order); the
     updates the policy made for other containers on the way."""
+    pod = _under_test(pod)
     sandbox = pod.sandbox
     updates: list[Update] = []
     for name in pod.container_names:

@@ -84,6 +84,25 @@ def test_colours_follow_containers_through_the_steps(
     assert len(seen) >= 5 and len(set(seen.values())) == len(seen)
 
 
+def test_a_shorter_replay_into_the_same_directory_leaves_only_its_own_pictures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Frames of an earlier, longer series are removed (they would read as this replay's
+    later steps); other files in the directory are left alone."""
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "step-1.svg").write_text("not a frame name of ours")
+    code, _, err = simulate(capsys, *BASICS, "--svg", str(tmp_path))
+    assert code == EXIT_OK, err
+    assert len(list(tmp_path.glob("step-0*.svg"))) == 10
+    code, table, err = simulate(capsys, *TEMPLATE, "--svg", str(tmp_path))
+    assert code == EXIT_OK, err
+    frames = [f"step-{n:03d}.svg" for n in range(1, steps_in(table) + 1)]
+    assert sorted(f.name for f in tmp_path.iterdir()) == sorted(
+        [*frames, "notes.txt", "step-1.svg"]
+    )
+    assert "template" in (tmp_path / frames[-1]).read_text()
+
+
 def test_pictures_that_cannot_be_written_fail_with_a_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,6 +4,7 @@ before it with one palette, as files in a directory or one HTML page."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 
 import attrs
@@ -57,13 +58,22 @@ def frame_file_names(count: int) -> list[str]:
     return [f"step-{n:0{width}d}.svg" for n in range(1, count + 1)]
 
 
+_FRAME_FILE = re.compile(r"step-\d{3,}\.svg")
+
+
 def write_svg_files(frames: Sequence[Frame], directory: str) -> list[str]:
-    """One SVG file per frame in ``directory`` (created if missing); the paths written."""
+    """One SVG file per frame in ``directory`` (created if missing); the paths written.
+    Frames of an earlier series in the directory (``step-NNN.svg`` files not written now,
+    e.g. a longer replay's) are removed, so the directory holds this series only."""
     os.makedirs(directory, exist_ok=True)
+    names = frame_file_names(len(frames))
     paths = []
-    for name, svg in zip(frame_file_names(len(frames)), render_frames(frames), strict=True):
+    for name, svg in zip(names, render_frames(frames), strict=True):
         path = os.path.join(directory, name)
         with open(path, "w", encoding="utf-8") as out:
             out.write(svg)
         paths.append(path)
+    for stale in sorted(set(os.listdir(directory)) - set(names)):
+        if _FRAME_FILE.fullmatch(stale) and os.path.isfile(os.path.join(directory, stale)):
+            os.unlink(os.path.join(directory, stale))
     return paths

@@ -151,7 +151,9 @@ def _cell(placement: Placement | None) -> str:
 
 
 def _config(result: ReplayResult) -> str:
-    return result.config_file or "the recording's or default configuration"
+    # a recording's own configuration is named by the replay ("the recording's
+    # configuration"); nothing named: the policy ran with its defaults
+    return result.config_file or "the policy's defaults"
 
 
 def comparison_table(comparison: Comparison) -> str:
