@@ -172,6 +172,20 @@ def test_bad_sysfs_root_exits_3(tmp_path: Path) -> None:
     assert "hardware discovery failed" in daemon.text()
 
 
+def test_a_plugin_index_or_name_the_runtime_refuses_exits_2_in_one_line(
+    tmp_path: Path, sysfs: Path
+) -> None:
+    for flags, reason in [
+        (["--plugin-index", "1"], "plugin index '1' from the arguments must be exactly two digits"),
+        (["--plugin-name", "a b"], "plugin name 'a b' from the arguments must be non-empty"),
+    ]:
+        daemon = run_sync(flags, tmp_path, sysfs)
+        assert daemon.proc.returncode == 2
+        (error,) = [r for r in daemon.records() if r["level"] == "error"]
+        assert error["msg"].startswith(reason)
+        assert "Traceback" not in daemon.text()
+
+
 def test_group_writable_state_file_exits_4(tmp_path: Path, sysfs: Path) -> None:
     state = tmp_path / "state"
     state.mkdir(mode=0o700)

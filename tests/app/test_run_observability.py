@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
+import types
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from nrirp.adapters.nri.gen import api_pb2
@@ -275,3 +280,55 @@ def test_the_http_endpoint_flag_serves_health_without_a_configuration(
             daemon.kill()
 
     with_runtime(tmp_path, body)
+
+
+def test_an_endpoint_that_cannot_be_served_keeps_the_server_where_it_was(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A reload to a ``httpEndpoint`` whose port is taken stopped the server and served none:
+    the probes on the old port failed and the kubelet restarted the daemon."""
+    from nrirp.adapters.metrics import MetricsRecorder
+    from nrirp.app.daemon.health import RuntimeConnection
+    from nrirp.app.daemon.observability import Observability
+    from nrirp.app.daemon.status import ConfigState
+    from nrirp.domain.config import load_policy_config
+
+    def config(endpoint: str) -> Any:
+        return load_policy_config("template", {"instrumentation": {"httpEndpoint": endpoint}})
+
+    def observability(default: str) -> Observability:
+        manager = types.SimpleNamespace(policy=types.SimpleNamespace(name="template"))
+        obs = Observability(
+            manager=manager, recorder=MetricsRecorder(), serving=RuntimeConnection(),
+            decisions=None, config_state=ConfigState(), plugin_name="x", state_dir="/",
+        )  # fmt: skip
+        obs.default_endpoint = default
+        return obs
+
+    with socket.create_server(("127.0.0.1", 0)) as busy, socket.socket() as probe:
+        taken = f"127.0.0.1:{busy.getsockname()[1]}"
+        probe.bind(("127.0.0.1", 0))
+        free = f"127.0.0.1:{probe.getsockname()[1]}"
+        probe.close()
+        obs = observability("")
+        try:
+            obs.apply(config(free))
+            assert obs.server is not None and obs.server.endpoint == free
+            caplog.clear()
+            caplog.set_level(logging.INFO, "nrirp.daemon")
+            obs.apply(config(taken))  # stays where it was
+            assert obs.server is not None and obs.server.endpoint == free
+            assert get(obs.server.port, "/nope")[0] == 404  # it serves
+            messages = [r.getMessage() for r in caplog.records]
+            assert any(m.startswith(f"HTTP endpoint {taken} not served: ") for m in messages)
+            assert any(m.endswith(f"instead of {taken}") for m in messages)
+        finally:
+            obs.apply(None)
+            assert obs.server is None
+        obs = observability("127.0.0.1:0")  # --http-endpoint: the probes' port
+        try:
+            obs.apply(config(taken))
+            assert obs.server is not None and obs.server.endpoint == "127.0.0.1:0"
+        finally:
+            obs.default_endpoint = ""
+            obs.apply(None)

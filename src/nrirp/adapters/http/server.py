@@ -8,9 +8,11 @@ query string, a query route gets its parameters; other paths get 404, other meth
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import logging
 import re
+import selectors
 import socket
 import threading
 import urllib.parse
@@ -41,6 +43,7 @@ def parse_endpoint(endpoint: str) -> tuple[str, int, socket.AddressFamily]:
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    timeout = 0  # handle_request() never waits: _serve calls it once a connection waits
     routes: Mapping[str, Route] = {}
     query_routes: Mapping[str, QueryRoute] = {}
 
@@ -107,6 +110,7 @@ class HttpServer:
         self.query_routes = dict(query_routes or {})
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._wake: socket.socket | None = None
 
     def start(self) -> None:
         """Bind and serve on a thread. Raises ``ValueError`` for a bad endpoint and
@@ -120,11 +124,9 @@ class HttpServer:
 
         server = Server((host, port), _Handler)
         self._server = server
+        self._wake, wake = socket.socketpair()
         self._thread = threading.Thread(
-            target=server.serve_forever,
-            kwargs={"poll_interval": 0.5},
-            name="nrirp-http",
-            daemon=True,
+            target=_serve, args=(server, wake), name="nrirp-http", daemon=True
         )
         self._thread.start()
 
@@ -134,11 +136,35 @@ class HttpServer:
         return int(self._server.server_address[1]) if self._server is not None else 0
 
     def stop(self) -> None:
-        """Stop serving and close the socket (idempotent)."""
+        """Stop serving and close the socket (idempotent). Returns at once: the serving
+        thread is woken, not polled (``serve_forever`` notices a shutdown only at its next
+        poll, up to half a second later, and the caller is the event loop)."""
         server, self._server = self._server, None
         if server is None:
             return
-        server.shutdown()
-        server.server_close()
+        wake, self._wake = self._wake, None
+        if wake is not None:
+            with contextlib.suppress(OSError):
+                wake.send(b"x")
         if self._thread is not None:
             self._thread.join(5)
+        server.server_close()
+        if wake is not None:
+            wake.close()
+
+
+def _serve(server: _Server, wake: socket.socket) -> None:
+    """``serve_forever`` without polling: wait for a connection or for ``wake`` (a byte, or
+    its peer closed), so an idle server costs no wake-ups and stops at once."""
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(server, selectors.EVENT_READ)
+            selector.register(wake, selectors.EVENT_READ)
+            while True:
+                ready = [key.fileobj for key, _ in selector.select()]
+                if wake in ready:
+                    return
+                server.handle_request()  # ready: accepted at once (``timeout`` 0)
+                server.service_actions()
+    finally:
+        wake.close()

@@ -9,7 +9,7 @@ from nrirp.adapters.metrics import MetricsRecorder
 from nrirp.adapters.nri.resmgr.plugin import ConnectionObserver, ResourceManagerPlugin
 from nrirp.adapters.nri.resmgr.service import PluginService
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
-from nrirp.adapters.nri.stub import CloseHook, Stub
+from nrirp.adapters.nri.stub import CloseHook, IdentityError, Stub
 from nrirp.adapters.nri.stub.scope import HANDLERS
 from nrirp.adapters.storage import FileStateStore
 from nrirp.adapters.system import LoggingDecisionLog
@@ -17,7 +17,7 @@ from nrirp.adapters.system.latency import bulk_allocation
 from nrirp.app.composition import Adapters, core_over
 from nrirp.app.composition.node_agent import daemon_topology_hints, kubernetes_agent
 from nrirp.app.daemon import host
-from nrirp.app.daemon.front import DaemonFront
+from nrirp.app.daemon.front import DaemonFront, FrontStartError
 from nrirp.app.daemon.health import RuntimeConnection
 from nrirp.app.daemon.nri_front import NriFront
 from nrirp.app.daemon.observability import Observability
@@ -48,17 +48,22 @@ def nri_stub(
     on_close: CloseHook | None = None,
 ) -> Stub:
     """The plugin's stub: external (``socket_path``, reconnecting) unless the runtime started
-    the process (``NRI_PLUGIN_SOCKET``); name and index default like the reference's."""
-    return Stub(
-        plugin,
-        name=name,
-        index=index,
-        socket_path=socket_path,
-        on_close=on_close,
-        default_name=DEFAULT_PLUGIN_NAME,
-        default_index=DEFAULT_PLUGIN_INDEX,
-        eager=True,  # the manager's handlers never wait: a task and a loop turn less each
-    )
+    the process (``NRI_PLUGIN_SOCKET``); name and index default like the reference's. A
+    name or index the runtime would refuse (``--plugin-index 1``, ``NRI_PLUGIN_IDX=5``) is a
+    :class:`FrontStartError`: ``nrirp run`` exits with code 2 and one line."""
+    try:
+        return Stub(
+            plugin,
+            name=name,
+            index=index,
+            socket_path=socket_path,
+            on_close=on_close,
+            default_name=DEFAULT_PLUGIN_NAME,
+            default_index=DEFAULT_PLUGIN_INDEX,
+            eager=True,  # the manager's handlers never wait: a task and a loop turn less each
+        )
+    except IdentityError as exc:
+        raise FrontStartError(str(exc)) from None
 
 
 def as_metrics(recorder: MetricsRecorder) -> Metrics:

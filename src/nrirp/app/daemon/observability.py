@@ -143,16 +143,25 @@ class Observability:
         ``httpEndpoint`` (moved when it changes, stopped when it empties), ``/metrics`` when
         ``prometheusExport`` (or ``metricsExporter: prometheus``) is set, the metric groups
         and the polling period. Without ``httpEndpoint``, :attr:`default_endpoint` is served.
-        A server that cannot start is logged; the daemon goes on."""
+        An endpoint that cannot be served (a port in use, a bad address) is logged and the
+        server stays where it was, else goes to :attr:`default_endpoint`: the health probes
+        keep an answer; the daemon goes on."""
         inst = config.instrumentation if config is not None else InstrumentationConfig()
         previous, self._instrumentation = self._instrumentation, inst
         self._apply_metrics(inst)
         endpoint = inst.http_endpoint or self.default_endpoint
         if previous is not None and self.server is not None and self.server.endpoint == endpoint:
             return
+        before = self.server.endpoint if self.server is not None else ""
         self._stop_server()
         if not endpoint:
             return
+        for candidate in dict.fromkeys([endpoint, before, self.default_endpoint]):
+            if candidate and self._serve(candidate, wanted=endpoint):
+                return
+
+    def _serve(self, endpoint: str, *, wanted: str) -> bool:
+        """Start the HTTP server on ``endpoint`` (in place of ``wanted`` when they differ)."""
         from nrirp.adapters.http.server import HttpServer
 
         server = HttpServer(
@@ -169,15 +178,17 @@ class Observability:
             server.start()
         except (OSError, ValueError) as exc:
             log.error("HTTP endpoint %s not served: %s", endpoint, exc)
-            return
+            return False
         self.server = server
         log.info(
-            "serving /healthz, /readyz, /status%s on %s (port %d)",
+            "serving /healthz, /readyz, /status, /explain%s on %s (port %d)%s",
             ", /metrics" if self.exporter is not None else "",
             endpoint,
             server.port,
+            "" if endpoint == wanted else f" instead of {wanted}",
             extra={"fields": {"endpoint": endpoint, "port": server.port}},
         )
+        return True
 
     async def close(self) -> None:
         self._stop_server()
