@@ -3,6 +3,15 @@
     nrirp run --engine-api --policy topology-aware --engine-socket /tmp/engine.sock &
     python examples/engine_api/client.py /tmp/engine.sock
 
+The lines its test checks (tests/examples/test_engine_api_client.py) come from a daemon on the
+fake machine box-16 with CPU 0 reserved; to see them on any host:
+
+    nrirp hardware --machine box-16 --write-sysfs /tmp/box16
+    echo "reservedResources: {cpu: 'cpuset:0'}" > /tmp/engine.yaml
+    nrirp run --engine-api --policy topology-aware --engine-socket /tmp/engine.sock \
+        --sysfs-root /tmp/box16 --config-file /tmp/engine.yaml --state-dir /tmp/engine-state \
+        --host-control none --disable-agent &
+
 It runs a BestEffort pod, then a Guaranteed one (whose exclusive CPUs shrink the first one's
 shared pool: an update in the reply), then one too big to fit (refused; the policy's
 explanation of why), then removes the Guaranteed pod, then reconfigures the engine (CPU 4
@@ -44,7 +53,7 @@ def start_pod(client: EngineClient, name: str, cpu: str | None) -> KubernetesPod
     kube = KubernetesPod.from_manifest(manifest(name, cpu))
     pod = kube.sandbox(f"sandbox-{name}")
     client.run_pod_sandbox(pod)
-    ctr = kube.container("app", f"{name}-app", sandbox_id=pod.id, memory_capacity=MEMORY_CAPACITY)
+    ctr = kube.container("app", f"{name}-app", pod_id=pod.id, memory_capacity=MEMORY_CAPACITY)
     try:
         result = client.create_container(pod, ctr)
     except EngineCallError as error:

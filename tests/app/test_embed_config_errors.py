@@ -3,10 +3,13 @@ class, the old config kept (issue 9 item 8: a non-scalar key used to escape as T
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nrirp.adapters.fakehw import expected_machine, load_machine
 from nrirp.adapters.memory import RecordingRuntimeUpdates
+from nrirp.adapters.system import ConfigFileError
 from nrirp.app.embed import Engine
 from nrirp.domain.config import ConfigError
 
@@ -59,3 +62,29 @@ def test_build_refuses_with_a_config_error(case: str) -> None:
             config=source,
         )
     assert reason in str(caught.value)
+
+
+def test_build_reads_the_config_file_at_once(tmp_path: Path) -> None:
+    """docs/embedding.md: ``build`` fails for a bad configuration; a file is no exception
+    (it used to be read only by ``start()``)."""
+
+    def build(**config: str) -> Engine:
+        return Engine.build(
+            "template", runtime_updates=RecordingRuntimeUpdates(), machine=BOX16, **config
+        )
+
+    with pytest.raises(ConfigFileError, match="does not exist"):
+        build(config_file=str(tmp_path / "missing.yaml"))
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("availableResources: {cpus: 'cpuset:0-7'}\n")
+    with pytest.raises(ConfigError, match=r"availableResources\.cpus: unknown field"):
+        build(config_file=str(typo))
+    good = tmp_path / "good.yaml"
+    good.write_text("availableResources: {cpu: 'cpuset:0-7'}\n")
+    engine = build(config_file=str(good))
+    assert engine.config is None  # not in force before start
+    engine.start()
+    assert engine.config is not None
+    assert str(engine.config.spec.available_resources.cpu) == "cpuset:0-7"
+    with pytest.raises(TypeError, match="not both"):
+        build(config="{}", config_file=str(good))

@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
 from nrirp.adapters.engine_api import h2call, protowire
@@ -25,7 +27,7 @@ from nrirp.adapters.engine_api.translate import (
     resources_to_pb,
 )
 from nrirp.adapters.engine_api.updates import RoutedRuntimeUpdates
-from nrirp.adapters.memory import RecordingDecisionLog
+from nrirp.adapters.memory import InMemoryHostControl, RecordingDecisionLog
 from nrirp.app.embed import Engine, KubernetesPod
 from nrirp.app.explain import EXPLAIN_FORMAT, explanation_document
 from nrirp.domain.cpuset import CPUSet
@@ -71,9 +73,7 @@ def served(tmp_path: Path) -> Iterator[tuple[EngineClient, Engine, str]]:
 def pod_and_container(engine: Engine, name: str, cpu: str | None) -> tuple[Pod, Container]:
     kube = KubernetesPod.from_manifest(manifest(name, cpu))
     pod = kube.sandbox(f"sb-{name}")
-    ctr = kube.container(
-        "c", f"ctr-{name}", sandbox_id=pod.id, memory_capacity=engine.memory_capacity
-    )
+    ctr = kube.container("c", f"ctr-{name}", pod_id=pod.id, memory_capacity=engine.memory_capacity)
     return pod, ctr
 
 
@@ -136,6 +136,41 @@ def test_refusals_and_bad_messages_are_statuses(
     assert bad.value.reason == "pod.id: missing"
 
 
+def test_negative_values_of_unsigned_settings_are_invalid_arguments(
+    served: tuple[EngineClient, Engine, str],
+) -> None:
+    """CPU shares and periods are unsigned in OCI and NRI: a negative one used to be taken
+    (and held) as it was; a negative quota still means "no limit"."""
+    import grpc
+
+    client, engine, _ = served
+    pod = pb.Pod(id="sb-neg", name="neg", namespace="default", uid="uid-neg")
+    bad = {
+        "cpu_shares": (pb.Resources(cpu_shares=-100), "container.resources.cpu_shares: -100"),
+        "cpu_period": (pb.Resources(cpu_period=-1), "container.resources.cpu_period: -1"),
+        "hugepages": (
+            pb.Resources(hugepage_limits={"2MB": -2}),
+            "container.resources.hugepage_limits['2MB']: -2",
+        ),
+    }
+    for resources, reason in bad.values():
+        ctr = pb.Container(id="ctr-neg", name="c", resources=resources)
+        with pytest.raises(EngineCallError) as caught:
+            client._call(
+                "CreateContainer",
+                pb.ContainerRequest(pod=pod, container=ctr),
+                pb.CreateContainerReply,
+            )
+        assert caught.value.code is grpc.StatusCode.INVALID_ARGUMENT
+        assert caught.value.reason == f"{reason} is negative"
+    assert engine.container_by_id("ctr-neg") is None and engine.pods() == []
+    ok = pb.Container(id="ctr-neg", name="c", resources=pb.Resources(cpu_quota=-1))
+    client._call(
+        "CreateContainer", pb.ContainerRequest(pod=pod, container=ok), pb.CreateContainerReply
+    )
+    assert engine.container_by_id("ctr-neg") is not None
+
+
 def test_explain_says_why_a_container_sits_where_it_does_or_was_refused(
     served: tuple[EngineClient, Engine, str],
 ) -> None:
@@ -178,6 +213,46 @@ def test_explain_without_a_document_maker_is_unimplemented(tmp_path: Path) -> No
         server.stop()
 
 
+def test_scheduling_classes_the_messages_cannot_carry_go_to_the_host_controller(
+    tmp_path: Path,
+) -> None:
+    """An ``Adjustment`` message has no scheduling class: the engine behind the API must not
+    put one there (it was lost silently) but have the host controller apply it once the
+    container's process runs (PostStartContainer with its pid)."""
+    updates, host = RoutedRuntimeUpdates(), InMemoryHostControl()
+    config = {
+        **BOX16,
+        "schedulingClasses": [{"name": "rt", "policy": "fifo", "priority": 50}],
+        "namespaceSchedulingClasses": {"default": "rt"},
+    }
+    engine = Engine.build(
+        "topology-aware",
+        machine="box-16",
+        config=config,
+        runtime_updates=updates,
+        host_control=host,
+        decision_log=RecordingDecisionLog(),
+    )
+    engine.start()
+    path = str(tmp_path / "engine.sock")
+    server = EngineApiServer(path, EngineService(engine.manager, updates))
+    server.start()
+    try:
+        with EngineClient(path, timeout=10) as client:
+            client.wait_ready(10)
+            pod, ctr = pod_and_container(engine, "rt", None)
+            client.run_pod_sandbox(pod)
+            client.create_container(pod, ctr)
+            client.start_container(pod, ctr.with_state(ContainerState.CREATED))
+            assert host.settings == {}  # no process yet
+            running = attrs.evolve(ctr.with_state(ContainerState.RUNNING), pid=4242)
+            client.post_start_container(pod, running)
+    finally:
+        server.stop()
+    scheduling = host.settings[ctr.id].scheduling
+    assert scheduling is not None and (scheduling.policy.value, scheduling.priority) == ("fifo", 50)
+
+
 def test_reconfigure_queues_its_updates_for_take_updates(
     served: tuple[EngineClient, Engine, str],
 ) -> None:
@@ -195,6 +270,31 @@ def test_reconfigure_queues_its_updates_for_take_updates(
     assert client.take_updates(wait=0) == []
     typo = client.reconfigure("reservedResources: {cpus: 'cpuset:0'}")
     assert not typo.applied and "unknown field" in typo.reason
+
+
+def test_abandoned_take_updates_free_the_server_threads(
+    served: tuple[EngineClient, Engine, str],
+) -> None:
+    """A long-poll whose client gave up (a short deadline, as a Go agent's context may have)
+    used to hold one of the server's 4 threads for its whole wait: four of them stopped every
+    other call for up to a minute."""
+    client, engine, path = served
+    for _ in range(4):
+        with pytest.raises(EngineCallError, match="DEADLINE_EXCEEDED"):
+            client._call(
+                "TakeUpdates", pb.TakeUpdatesRequest(wait_seconds=30), pb.Updates, timeout=0.2
+            )
+    started = time.monotonic()
+    with EngineClient(path, timeout=5) as other:
+        assert other.describe()[0] == "topology-aware"
+    assert time.monotonic() - started < 3
+    # an update made meanwhile is not lost to a poll nobody waits for any more
+    pod, be = pod_and_container(engine, "be", None)
+    client.run_pod_sandbox(pod)
+    shared = client.create_container(pod, be).adjustment.resources.cpus
+    assert shared is not None
+    assert client.reconfigure(f"reservedResources: {{cpu: 'cpuset:0,{min(shared)}'}}").applied
+    assert [u.container_id for u in client.take_updates(wait=5)] == [be.id]
 
 
 def test_the_hand_written_client_speaks_to_grpcio(
@@ -259,3 +359,15 @@ def test_messages_round_trip() -> None:
         pid=7,
     )
     assert container_from_pb(container_to_pb(ctr)) == ctr
+
+
+def test_replies_are_read_as_sent_requests_are_checked() -> None:
+    """What the engine holds (``Describe``) and sends back is read as it is, so a client can
+    always see it; only a request's settings are checked."""
+    held = Container(id="c", pod_id="p", name="app", resources=LinuxResources(cpu_shares=-2))
+    msg = container_to_pb(held)
+    assert container_from_pb(msg, check=False) == held
+    with pytest.raises(ValueError, match=r"container\.resources\.cpu_shares: -2 is negative"):
+        container_from_pb(msg)
+    with pytest.raises(ValueError, match=r"^resources\.cpu_realtime_period: -1 is negative$"):
+        resources_from_pb(pb.Resources(cpu_realtime_period=-1))

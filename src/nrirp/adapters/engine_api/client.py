@@ -2,7 +2,8 @@
 
 The same calls as ``nrirp.app.embed.Engine`` (docs/embedding.md), made to an engine served by
 ``nrirp run --engine-api`` (or ``--nri-v01``) on a unix socket. A refusal raises
-:class:`EngineCallError` with the gRPC status (FAILED_PRECONDITION) and the policy's reason.
+:class:`EngineCallError` with the gRPC status (FAILED_PRECONDITION) and its message (the
+operation, the container and the policy's reason).
 """
 
 from __future__ import annotations
@@ -159,8 +160,8 @@ class EngineClient:
         return (
             reply.policy,
             json.loads(reply.description_json or "null"),
-            [tr.pod_from_pb(p) for p in reply.pods],
-            [tr.container_from_pb(c) for c in reply.containers],
+            [tr.pod_from_pb(p, check=False) for p in reply.pods],
+            [tr.container_from_pb(c, check=False) for c in reply.containers],
         )
 
     def explain(self, container: str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from nrirp.adapters.engine_api import translate as tr
 from nrirp.adapters.engine_api.gen import engine_pb2 as pb
 from nrirp.adapters.engine_api.updates import RoutedRuntimeUpdates
 from nrirp.domain.config import ConfigError, PolicySpecs
+from nrirp.domain.control import RuntimeFeatures
 from nrirp.domain.model import Adjustment, ContainerState, Update
 from nrirp.domain.pipeline import (
     OperationFailedError,
@@ -40,6 +41,8 @@ log = logging.getLogger("nrirp.engine_api")
 ENGINE_SERVICE = "nrirp.engine.v1.Engine"
 NRI_V01_SERVICE = "nrirp.engine.v1.NriV01"
 MAX_WAIT_SECONDS = 60.0
+CARRIED = RuntimeFeatures(scheduling=False, io_priority=False)
+"""What an ``Adjustment`` message carries of a creation's settings besides resources."""
 
 Req = TypeVar("Req", bound=Message)
 Resp = TypeVar("Resp", bound=Message)
@@ -85,7 +88,12 @@ class EngineService:
     policy registry; default: the built-ins) loads configurations for ``Reconfigure``;
     ``explanation_document`` makes ``Explain``'s JSON document of an explanation (the
     application's ``nrirp.app.explain.explanation_document``; without it ``Explain`` is
-    UNIMPLEMENTED)."""
+    UNIMPLEMENTED).
+
+    The messages carry no scheduling class or I/O priority (``engine.proto``'s
+    ``Adjustment``), so the manager is told its runtime cannot carry them: they go to the
+    host controller, applied to the container's tasks at ``PostStartContainer`` (its
+    ``pid``), or are dropped with a notice without one, never silently."""
 
     def __init__(
         self,
@@ -98,6 +106,7 @@ class EngineService:
         explanation_document: Callable[[Explanation], Mapping[str, Any]] | None = None,
     ) -> None:
         self.manager = manager
+        manager.set_runtime_features(CARRIED)
         self.explanation_document = explanation_document
         self.registry = registry
         self.updates = updates
@@ -122,7 +131,7 @@ class EngineService:
             "Reconfigure": self._unary(pb.ReconfigureRequest, self.reconfigure),
             "Describe": self._unary(pb.DescribeRequest, self.describe),
             "Explain": self._unary(pb.ExplainRequest, self.explain),
-            "TakeUpdates": self._unary(pb.TakeUpdatesRequest, self.take_updates),
+            "TakeUpdates": self._unary(pb.TakeUpdatesRequest, self.take_updates, with_context=True),
         }
         out = [grpc.method_handlers_generic_handler(ENGINE_SERVICE, engine)]
         if self.v01 is not None:
@@ -130,10 +139,18 @@ class EngineService:
             out.append(grpc.method_handlers_generic_handler(NRI_V01_SERVICE, v01))
         return out
 
-    def _unary(self, request_type: type[Req], call: Callable[[Req], Resp]) -> grpc.RpcMethodHandler:
+    def _unary(
+        self,
+        request_type: type[Req],
+        call: Callable[..., Resp],
+        *,
+        with_context: bool = False,
+    ) -> grpc.RpcMethodHandler:
+        """``call(request)``, or ``call(request, context)`` ``with_context``."""
+
         def behavior(request: Req, context: grpc.ServicerContext) -> Resp:
             try:
-                return call(request)
+                return call(request, context) if with_context else call(request)
             except Exception as exc:
                 _abort(context, exc)
 
@@ -244,9 +261,18 @@ class EngineService:
         document = self.explanation_document(explanation)
         return pb.ExplainReply(explanation_json=json.dumps(document, sort_keys=True))
 
-    def take_updates(self, request: pb.TakeUpdatesRequest) -> pb.Updates:
+    def take_updates(
+        self, request: pb.TakeUpdatesRequest, context: grpc.ServicerContext | None = None
+    ) -> pb.Updates:
+        """Waits for updates while the call lasts: a client that gave up (its deadline, a
+        cancellation, a closed connection) frees the server's thread within
+        ``updates.GIVEN_UP_LOOK_SECONDS`` (the server has a few threads: polls left waiting
+        used to hold them all and stop every other call)."""
         wait = min(max(0.0, request.wait_seconds), MAX_WAIT_SECONDS)
-        return tr.updates_to_pb(self.updates.take(wait))
+        if context is None:
+            return tr.updates_to_pb(self.updates.take(wait))
+        active = context.is_active
+        return tr.updates_to_pb(self.updates.take(wait, lambda: not active()))
 
     # ------------------------------------------------------------------ NriV01
     def invoke_v01(self, request: pb.NriV01Request) -> pb.NriV01Reply:

@@ -37,6 +37,8 @@ _INT_FIELDS = (
     "pids_limit",
 )
 _STRING_FIELDS = ("rdt_class", "blockio_class")
+_UNSIGNED_FIELDS = frozenset({"cpu_shares", "cpu_period", "cpu_realtime_period"})
+"""Unsigned in the OCI runtime spec (and NRI): a negative value is no setting at all."""
 
 _STATES = {
     pb.CONTAINER_STATE_UNSPECIFIED: ContainerState.CREATING,
@@ -65,10 +67,24 @@ def _cpuset(text: str, where: str) -> CPUSet:
         raise MessageError(f"{where}: {exc}") from None
 
 
-def resources_from_pb(msg: pb.Resources, where: str = "resources") -> LinuxResources:
+def resources_from_pb(
+    msg: pb.Resources, where: str = "resources", *, check: bool = True
+) -> LinuxResources:
+    """The resources; with ``check`` (a request's), a negative value of a setting that is
+    unsigned in OCI raises :class:`MessageError` (replies are taken as the engine sent them)."""
+
     def number(name: str) -> int | None:
+        if not msg.HasField(name):  # type: ignore[arg-type]
+            return None
         value: int = getattr(msg, name)
-        return value if msg.HasField(name) else None  # type: ignore[arg-type]
+        if check and value < 0 and name in _UNSIGNED_FIELDS:
+            raise MessageError(f"{where}.{name}: {value} is negative")
+        return value
+
+    if check:
+        for size, limit in msg.hugepage_limits.items():
+            if limit < 0:
+                raise MessageError(f"{where}.hugepage_limits[{size!r}]: {limit} is negative")
 
     return LinuxResources(
         cpu_shares=number("cpu_shares"),
@@ -104,7 +120,7 @@ def resources_to_pb(resources: LinuxResources) -> pb.Resources:
     return msg
 
 
-def pod_from_pb(msg: pb.Pod) -> Pod:
+def pod_from_pb(msg: pb.Pod, *, check: bool = True) -> Pod:
     if not msg.id:
         raise MessageError("pod.id: missing")
     return Pod(
@@ -116,10 +132,10 @@ def pod_from_pb(msg: pb.Pod) -> Pod:
         annotations=dict(msg.annotations),
         cgroup_parent=msg.cgroup_parent,
         runtime_handler=msg.runtime_handler,
-        resources=resources_from_pb(msg.resources, "pod.resources")
+        resources=resources_from_pb(msg.resources, "pod.resources", check=check)
         if msg.HasField("resources")
         else None,
-        overhead=resources_from_pb(msg.overhead, "pod.overhead")
+        overhead=resources_from_pb(msg.overhead, "pod.overhead", check=check)
         if msg.HasField("overhead")
         else None,
     )
@@ -157,8 +173,9 @@ def _mounts_to_pb(mounts: tuple[Mount, ...]) -> list[pb.Mount]:
     ]
 
 
-def container_from_pb(msg: pb.Container, pod_id: str = "") -> Container:
-    """The container; ``pod_id`` fills an empty ``pod_id`` (the request's pod)."""
+def container_from_pb(msg: pb.Container, pod_id: str = "", *, check: bool = True) -> Container:
+    """The container; ``pod_id`` fills an empty ``pod_id`` (the request's pod); ``check``: as
+    :func:`resources_from_pb`'s."""
     if not msg.id:
         raise MessageError("container.id: missing")
     state = _STATES.get(msg.state)
@@ -171,7 +188,7 @@ def container_from_pb(msg: pb.Container, pod_id: str = "") -> Container:
         state=state,
         labels=dict(msg.labels),
         annotations=dict(msg.annotations),
-        resources=resources_from_pb(msg.resources, "container.resources"),
+        resources=resources_from_pb(msg.resources, "container.resources", check=check),
         oom_score_adj=msg.oom_score_adj if msg.HasField("oom_score_adj") else None,
         cgroups_path=msg.cgroups_path,
         mounts=_mounts_from_pb(msg.mounts),
@@ -219,7 +236,7 @@ def adjustment_to_pb(adjustment: Adjustment) -> pb.Adjustment:
 def adjustment_from_pb(msg: pb.Adjustment) -> Adjustment:
     return Adjustment(
         container_id=msg.container_id,
-        resources=resources_from_pb(msg.resources, "adjustment.resources"),
+        resources=resources_from_pb(msg.resources, "adjustment.resources", check=False),
         annotations=dict(msg.annotations),
         env=dict(msg.env),
         mounts=_mounts_from_pb(msg.mounts),
@@ -237,7 +254,7 @@ def update_to_pb(update: Update) -> pb.Update:
 def update_from_pb(msg: pb.Update) -> Update:
     return Update(
         container_id=msg.container_id,
-        resources=resources_from_pb(msg.resources, "update.resources"),
+        resources=resources_from_pb(msg.resources, "update.resources", check=False),
         ignore_failure=msg.ignore_failure,
     )
 

@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from nrirp.domain.model import Update
@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 MAX_QUEUED = 10_000
 """Updates kept for a consumer that does not come; older ones are dropped (and logged)."""
+GIVEN_UP_LOOK_SECONDS = 0.25
+"""How often a waiting :meth:`RoutedRuntimeUpdates.take` asks whether its caller gave up."""
 
 
 class RoutedRuntimeUpdates:
@@ -63,15 +65,19 @@ class RoutedRuntimeUpdates:
         finally:
             self._local.captured = previous
 
-    def take(self, wait: float = 0.0) -> list[Update]:
-        """The queued updates (oldest first), waiting up to ``wait`` seconds for some."""
+    def take(self, wait: float = 0.0, given_up: Callable[[], bool] | None = None) -> list[Update]:
+        """The queued updates (oldest first), waiting up to ``wait`` seconds for some; none
+        once ``given_up()`` is true (the caller went away: the updates stay queued for the
+        next one), asked every ``GIVEN_UP_LOOK_SECONDS`` while waiting and before taking."""
         deadline = time.monotonic() + max(0.0, wait)
         with self._ready:
             while not self._queue and not self._closed:
                 left = deadline - time.monotonic()
-                if left <= 0:
+                if left <= 0 or (given_up is not None and given_up()):
                     return []
-                self._ready.wait(left)
+                self._ready.wait(left if given_up is None else min(left, GIVEN_UP_LOOK_SECONDS))
+            if given_up is not None and given_up():
+                return []
             taken = list(self._queue)
             self._queue.clear()
             return taken

@@ -159,10 +159,13 @@ class Engine:
         ``policy_modules`` names them (``NRIRP_POLICY_MODULES`` is read only by an engine on
         the host's hardware; pass ``policy_modules_from_env()`` to ask for it).
 
-        Raises ``ConfigError`` for an invalid configuration, ``UnknownPolicyError``,
+        Raises ``TypeError`` when both ``config`` and ``config_file`` are given,
+        ``ConfigError`` for an invalid configuration, ``UnknownPolicyError``,
         ``PolicyModuleError``, ``ConfigFileError``, ``HardwareDiscoveryError``, or
         ``UnknownMachineError`` / ``MachineSpecError`` for a ``machine`` name.
         """
+        if config is not None and config_file is not None:
+            raise TypeError("give the configuration as config or as config_file, not both")
         name = policy if isinstance(policy, str) else policy.name
         on_given_machine = machine is not None or hardware is not None
         if isinstance(machine, str):
@@ -202,14 +205,16 @@ class Engine:
         elif not isinstance(policy, str):
             _make_known(registry, type(policy))
             _use(core.policy, policy)
-        loaded = None
+        loaded: PolicyConfig | None = None
         if config is not None:
             loaded = (
                 config
                 if isinstance(config, PolicyConfig)
                 else load_policy_config(name, config, registry)
             )
-        engine = cls(container, loaded if isinstance(loaded, PolicyConfig) else None)
+        elif config_file is not None:
+            loaded = core.policy_config()  # read now: a missing or bad file fails here
+        engine = cls(container, loaded)
         engine.manager  # noqa: B018 - build now: bad hardware, policy or config fail here
         return engine
 
