@@ -365,7 +365,9 @@ def test_rotated_parts_are_bounded_and_each_replays_to_the_same_placements(
         assert current.steps[0].kind != "synchronize"  # it starts mid-way, from the state
         assert placements(replay_recording(path)) == placements(source)
     else:  # the writer asked for a new part at the last call: it holds that state alone
-        assert replay_recording(path) == []
+        (start,) = replay_recording(path)  # it replays to where it begins
+        assert start.kind == "synchronize" and start.errors == ()
+        assert placements([start]) == placements(source)
         assert placements(replay_recording(tmp_path / "rec.yaml.1")) == placements(source)
     # an older part replays to where the node was when that part ended
     previous = load_workload(str(tmp_path / "rec.yaml.1"))
@@ -373,6 +375,37 @@ def test_rotated_parts_are_bounded_and_each_replays_to_the_same_placements(
     previous_end = replay_recording(tmp_path / "rec.yaml.1")
     assert previous_end[-1].errors == ()
     assert len(placements(previous_end)) <= 5
+
+
+def test_a_part_without_steps_replays_to_the_state_it_begins_with(tmp_path: Path) -> None:
+    path = tmp_path / "rec.yaml"
+    rec = Recorder(
+        str(path),
+        policy="topology-aware",
+        machine=FakeHardwareDiscovery(load_machine(MACHINE)).discover(),
+        dump_config=lambda config: {},
+        limits=RecordingLimits(64 * KiB, 3),
+    )
+    rec.open()
+    replay_with(parse_workload(workload_text(120)), rec)
+    rec.close()
+    # the current part without its steps: what a part holding its state alone looks like
+    lines = path.read_text().splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("steps:")))
+    kept = [line for line in lines[at + 1 :] if not line.startswith("- ")]
+    state_only = tmp_path / "state-only.yaml"
+    state_only.write_text("\n".join([*lines[:at], "steps: []", *kept]) + "\n")
+    assert load_workload(str(state_only)).steps == ()
+
+    (start,) = replay_recording(state_only)
+    assert start.kind == "synchronize" and start.errors == () and start.state_shown
+    assert (
+        start.note
+        == "the part holds no steps: the node's state when it began, from its saved state"
+    )
+    # where the part before it ended
+    assert placements([start]) == placements(replay_recording(tmp_path / "rec.yaml.1"))
+    assert placements([start])  # some containers run
 
 
 def test_a_recording_that_cannot_go_on_stops_and_says_why(

@@ -144,6 +144,17 @@ async def seed_runtime(runtime: SimRuntime, sync: Synchronize) -> None:
     )
 
 
+STATE_ONLY_NOTE = "the part holds no steps: the node's state when it began, from its saved state"
+
+
+def start_step(start: Synchronize) -> Step:
+    """The one step a recording without steps replays: its start (``start``, from its saved
+    state) as a leading ``synchronize``, so the replay shows the node where the part begins
+    (a part may hold its state alone: the daemon stopped, or a new part began, right after
+    it was written)."""
+    return Step(number=1, kind="synchronize", action=start, note=STATE_ONLY_NOTE)
+
+
 def leads_with_sync(workload: Workload, step: Step) -> bool:
     """Whether ``step`` is the recording's leading ``synchronize`` (done when the plugin
     connected)."""

@@ -149,7 +149,8 @@ class Replayer:
         self._replay_note = ""
         if recorded.leads_with_sync(self.workload, step):
             decisions_before = notices_before = 0  # it happened when the plugin connected
-            self._replay_note = "the runtime's state when the daemon connected"
+            if step.note != recorded.STATE_ONLY_NOTE:
+                self._replay_note = "the runtime's state when the daemon connected"
         else:
             try:
                 await self._perform(step, errors)
@@ -533,6 +534,8 @@ async def replay(
     start = recorded.initial_sync(workload)  # a recording: what ran when the daemon connected
     if start is not None:
         await recorded.seed_runtime(container.runtime(), start)
+        if not workload.steps:  # a part holding its state alone: show where it begins
+            workload = attrs.evolve(workload, steps=(recorded.start_step(start),))
     async with container.simulation() as simulation:
         replayer = Replayer(
             simulation,
