@@ -153,9 +153,10 @@ def test_status_schema() -> None:
 def test_rbac_manifest_grants_what_the_agent_does() -> None:
     """Every request the agent makes (verb, resource) is granted by deploy/rbac-agent.yaml."""
     docs = list(yaml.safe_load_all((REPO / "deploy" / "rbac-agent.yaml").read_text()))
-    (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
     granted = {
         (verb, resource)
+        for role in docs
+        if role["kind"] in ("Role", "ClusterRole")
         for rule in role["rules"]
         for resource in rule["resources"]
         for verb in rule["verbs"]

@@ -226,14 +226,61 @@ def test_rbac_grants_what_the_agent_uses_and_no_more(
     }
     assert grants == expected
     # the agent's own statement of its needs (docs/kubernetes.md): the same grants
-    agent = yaml.safe_load_all((DEPLOY / "rbac-agent.yaml").read_text())
-    [agent_role] = [d for d in agent if d and d["kind"] == "ClusterRole"]
+    agent = [d for d in yaml.safe_load_all((DEPLOY / "rbac-agent.yaml").read_text()) if d]
     assert grants == {
         (group, resource, verb)
-        for rule in agent_role["rules"]
+        for d in agent
+        if d["kind"] in ("Role", "ClusterRole")
+        for rule in d["rules"]
         for group in rule["apiGroups"]
         for resource in rule["resources"]
         for verb in rule["verbs"]
     }
     assert role["metadata"]["namespace"] == "kube-system"
     assert all("*" not in str(rule) for rule in (*role["rules"], *cluster["rules"]))
+
+
+def manifest_objects() -> dict[Path, list[dict[str, Any]]]:
+    """Every object written in a file under deploy/ (not the kustomizations themselves)."""
+    return {
+        path: [d for d in yaml.safe_load_all(path.read_text()) if d]
+        for path in sorted(DEPLOY.rglob("*.yaml"))
+        if path.name != "kustomization.yaml"
+    }
+
+
+def identity(doc: dict[str, Any]) -> tuple[str, str, str, str]:
+    meta = doc["metadata"]
+    return doc["apiVersion"], doc["kind"], meta.get("namespace", ""), meta["name"]
+
+
+def test_no_two_manifests_define_one_object_differently() -> None:
+    """An object (kind, namespace, name) written in two files under deploy/ is written the same
+    in both: applying one after the other (e.g. deploy/rbac-agent.yaml and an overlay) must not
+    replace the first one's rules with the second's."""
+    seen: dict[tuple[str, str, str, str], tuple[Path, dict[str, Any]]] = {}
+    for path, docs in manifest_objects().items():
+        for doc in docs:
+            key = identity(doc)
+            if key in seen:
+                first, content = seen[key]
+                assert doc == content, f"{key} differs in {first} and {path}"
+            else:
+                seen[key] = (path, doc)
+
+
+def test_rbac_agent_is_what_the_overlays_apply(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    """deploy/rbac-agent.yaml holds the very service account, roles and bindings every overlay
+    renders (the labels kustomize adds aside), no more and no fewer."""
+    _, docs = rendered
+    kinds = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
+
+    def unlabelled(doc: dict[str, Any]) -> dict[str, Any]:
+        meta = {k: v for k, v in doc["metadata"].items() if k != "labels"}
+        return {**doc, "metadata": meta}
+
+    ours = {identity(d): unlabelled(d) for d in docs if d["kind"] in kinds}
+    agent = [d for d in yaml.safe_load_all((DEPLOY / "rbac-agent.yaml").read_text()) if d]
+    assert {identity(d): d for d in agent} == ours

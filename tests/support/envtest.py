@@ -8,8 +8,9 @@ this project's machines: not packaged in Debian, PyPI or npm).
 
 The server runs with RBAC and two static tokens: ``admin`` (``system:masters``, used by the
 tests to arrange objects) and ``agent`` (the node agent, allowed exactly what
-``deploy/rbac-agent.yaml`` grants). The project's CRDs (``deploy/crds``) and the
-NodeResourceTopology CRD (``tests/support/crds``) are installed before the tests run.
+``deploy/rbac-agent.yaml`` grants: its Role in kube-system and its ClusterRole). The project's
+CRDs (``deploy/crds``) and the NodeResourceTopology CRD (``tests/support/crds``) are installed
+before the tests run.
 """
 
 from __future__ import annotations
@@ -138,29 +139,37 @@ class EnvtestServer:
             for doc in yaml.safe_load_all(path.read_text()):
                 if doc and doc.get("kind") == "CustomResourceDefinition":
                     self._post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc)
-        rbac = yaml.safe_load_all((REPO / "deploy" / "rbac-agent.yaml").read_text())
-        for doc in rbac:
-            if doc and doc["kind"] == "ClusterRole":
-                self._post("/apis/rbac.authorization.k8s.io/v1/clusterroles", doc)
-                binding = {
-                    "apiVersion": "rbac.authorization.k8s.io/v1",
-                    "kind": "ClusterRoleBinding",
-                    "metadata": {"name": f"{doc['metadata']['name']}-envtest"},
-                    "roleRef": {
-                        "apiGroup": "rbac.authorization.k8s.io",
-                        "kind": "ClusterRole",
-                        "name": doc["metadata"]["name"],
-                    },
-                    "subjects": [
-                        {
-                            "kind": "User",
-                            "name": AGENT_USER,
-                            "apiGroup": "rbac.authorization.k8s.io",
-                        }
-                    ],
-                }
-                self._post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
         self._post("/api/v1/namespaces", {"metadata": {"name": "kube-system"}}, exist_ok=True)
+        rbac = yaml.safe_load_all((REPO / "deploy" / "rbac-agent.yaml").read_text())
+        api = "/apis/rbac.authorization.k8s.io/v1"
+        for doc in rbac:
+            if not doc or doc["kind"] not in ("Role", "ClusterRole"):
+                continue
+            namespace = doc["metadata"].get("namespace")
+            prefix = f"{api}/namespaces/{namespace}" if doc["kind"] == "Role" else api
+            plural = "roles" if doc["kind"] == "Role" else "clusterroles"
+            self._post(f"{prefix}/{plural}", doc)
+            binding = {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": f"{doc['kind']}Binding",
+                "metadata": {
+                    "name": f"{doc['metadata']['name']}-envtest",
+                    **({"namespace": namespace} if namespace else {}),
+                },
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": doc["kind"],
+                    "name": doc["metadata"]["name"],
+                },
+                "subjects": [
+                    {
+                        "kind": "User",
+                        "name": AGENT_USER,
+                        "apiGroup": "rbac.authorization.k8s.io",
+                    }
+                ],
+            }
+            self._post(f"{prefix}/{plural[:-1]}bindings", binding)
         time.sleep(2)  # CRDs become served shortly after they are established
 
     def _post(self, path: str, body: Mapping[str, Any], exist_ok: bool = False) -> None:

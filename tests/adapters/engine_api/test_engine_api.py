@@ -192,6 +192,11 @@ def test_explain_says_why_a_container_sits_where_it_does_or_was_refused(
         client.explain("nope")
     assert unknown.value.code is grpc.StatusCode.NOT_FOUND
     assert "no container 'nope'" in unknown.value.reason
+    for blank in ("", "  "):  # no container named at all: the request is bad (was NOT_FOUND)
+        with pytest.raises(EngineCallError) as empty:
+            client.explain(blank)
+        assert empty.value.code is grpc.StatusCode.INVALID_ARGUMENT
+        assert empty.value.reason == "container: no container given"
 
 
 def test_explain_without_a_document_maker_is_unimplemented(tmp_path: Path) -> None:

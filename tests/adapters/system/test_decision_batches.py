@@ -199,3 +199,15 @@ def test_the_decisions_become_fields_only_when_the_line_is_formatted(
     lines = handler.format(queued[0]).splitlines()
     assert rendered == batch and len(lines) == 2
     assert "container_id=c0" in lines[0] and "container_id=c1" in lines[1]
+
+
+def test_a_list_field_is_its_items_in_text_and_an_array_in_json() -> None:
+    """A reload's ``errors`` (a list): joined by ``; `` in text, not a Python repr with mixed
+    quotes; a JSON array in JSON."""
+    errors = ["reservedResources.cpu: not a CPU amount", "nope: unknown field"]
+    record = _record(**{FIELDS: {"errors": errors, "pair": ("a", "b")}})
+    line = TextFormatter().format(record)
+    assert line.endswith(
+        ' errors="reservedResources.cpu: not a CPU amount; nope: unknown field" pair="a; b"'
+    )
+    assert json.loads(JsonFormatter().format(record))["errors"] == errors

@@ -331,3 +331,25 @@ def test_topology_aware_prefers_pools_whose_cpus_take_the_class() -> None:
     _, ctr, _ = plain.run("g", 2000, guaranteed=True)
     cpus = plain.manager.container(ctr.id).cpus  # type: ignore[union-attr]
     assert cpus is not None and cpus <= MACHINE.package_cpus(0)
+
+
+def test_missing_interrupt_control_is_warned_at_start_not_at_every_reload() -> None:
+    """The host's lack of interrupt control does not change: one warning at start, none at
+    the reloads after it (it came back at every reload)."""
+    balloons = {"name": "net", "minCPUs": 2, "minBalloons": 1, "irqClaim": ["eth*"]}
+    h = start(
+        "balloons",
+        {"balloonTypes": [balloons]},
+        irqs=InMemoryInterrupts(unavailable="no interrupt control: /proc/irq is missing"),
+    )
+    for cpus in (3, 4):
+        spec = {
+            "reservedResources": {"cpu": "cpuset:0"},
+            "balloonTypes": [{**balloons, "minCPUs": cpus}],
+        }
+        outcome = h.manager.reconfigure(load_policy_config("balloons", spec))
+        assert outcome.applied, outcome
+    warned = [n for n in h.notices() if n.startswith("interrupt affinity is not applied")]
+    assert warned == [
+        "interrupt affinity is not applied: no interrupt control: /proc/irq is missing"
+    ]

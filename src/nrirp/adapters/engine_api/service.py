@@ -257,6 +257,8 @@ class EngineService:
     def explain(self, request: pb.ExplainRequest) -> pb.ExplainReply:
         if self.explanation_document is None:
             raise NotServedError("this engine API serves no explanations")
+        if not request.container.strip():  # a bad request, not an unknown container
+            raise tr.MessageError("container: no container given")
         explanation = self.manager.explain(request.container)
         document = self.explanation_document(explanation)
         return pb.ExplainReply(explanation_json=json.dumps(document, sort_keys=True))

@@ -1,7 +1,8 @@
 """Structured logging: ``key=value`` text lines or one JSON object per line.
 
 Records may carry structured fields in ``extra={"fields": {...}}``; both formatters print them
-(text: ``key=value`` after the message, values with spaces quoted; JSON: top-level keys).
+(text: ``key=value`` after the message, values with spaces quoted, lists joined by ``; ``;
+JSON: top-level keys, lists as arrays).
 
 A record may also carry rows, ``extra={"field_rows": [{...}, ...]}`` (flat dicts): it is printed as
 one line per row, each the line a record with those fields would give, all with the record's
@@ -63,10 +64,18 @@ def record_rows(record: logging.LogRecord) -> Sequence[dict[str, Any]] | None:
 
 def _text_fields(fields: Mapping[str, Any]) -> str:
     """``key=value ...``, values that are empty or hold a space, quote, ``=``, tab or newline
-    quoted as JSON strings (inline: this runs for every decision line)."""
+    quoted as JSON strings (inline: this runs for every decision line). A list or tuple is its
+    items joined by ``; `` (``errors="a: bad; b: unknown field"``), not its Python repr."""
     parts = []
     for key, value in fields.items():
-        text = value if type(value) is str else "" if value is None else str(value)
+        if type(value) is str:
+            text = value
+        elif value is None:
+            text = ""
+        elif type(value) is list or type(value) is tuple:
+            text = "; ".join([str(item) for item in value])
+        else:
+            text = str(value)
         if not text or " " in text or '"' in text or "=" in text or "\t" in text or "\n" in text:
             text = _quote(text)
         parts.append(f"{key}={text}")

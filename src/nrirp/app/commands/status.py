@@ -94,6 +94,22 @@ def _draw(report: dict[str, Any], path: str) -> None:
         out.write(svg)
 
 
+SHOWN_PROBLEMS = 5
+"""The most problems of a reload the ``last reload:`` line lists (the rest are counted)."""
+
+
+def _problems(reload: dict[str, Any]) -> str:
+    """A reload's problems in one line: the first few (the first line of each), ``; ``
+    between, then ``and N more``; a daemon that reports no ``problems``: its ``detail``."""
+    problems = [str(p).splitlines()[0] for p in reload.get("problems") or [] if str(p)]
+    if not problems:
+        return str(reload.get("detail") or "")
+    shown = problems[:SHOWN_PROBLEMS]
+    if len(problems) > len(shown):
+        shown.append(f"and {len(problems) - len(shown)} more")
+    return "; ".join(shown)
+
+
 def render(report: dict[str, Any]) -> str:
     """The report as text: a header, the resource groups, then one row per container."""
     config = report.get("config") or {}
@@ -105,7 +121,8 @@ def render(report: dict[str, Any]) -> str:
     ]
     reload = config.get("last_reload")
     if reload:
-        detail = f": {reload['detail']}" if reload.get("detail") else ""
+        detail = _problems(reload)
+        detail = f": {detail}" if detail else ""
         lines.append(f"last reload: {reload.get('result')} ({reload.get('trigger')}){detail}")
     if config.get("reloading"):
         lines.append(f"reloading:  {config['reloading'].get('trigger')}")

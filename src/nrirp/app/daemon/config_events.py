@@ -67,6 +67,7 @@ class ConfigEvents:
             source=request.source,
             source_generation=request.generation,
             changed=outcome.changed,
+            problems=outcome.problems,
         )
         self.recorder.config_reloaded(outcome.result, self.state.generation)
         if outcome.applied and outcome.changed:

@@ -10,7 +10,7 @@ CPUs and memory nodes, from the policy's ``describe()``, which is included whole
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -54,10 +54,12 @@ class ConfigState:
         source: str | None = None,
         source_generation: int | None = None,
         changed: bool = True,
+        problems: Sequence[str] = (),
     ) -> None:
         """Record a reload (``result``: applied, invalid, refused or failed) of the
         configuration from ``source``; an applied one is in force from now on (a new
-        generation if it ``changed`` it)."""
+        generation if it ``changed`` it). ``detail`` is the first of the ``problems`` of one
+        not applied, in one line; ``problems`` are all of them."""
         if result == "applied":
             if source is not None:
                 self.source = source
@@ -69,6 +71,7 @@ class ConfigState:
             "trigger": trigger,
             "result": result,
             "detail": detail,
+            "problems": list(problems),
             "source": source if source is not None else self.source,
             "source_generation": source_generation,
             "changed": result == "applied" and changed,

@@ -1,7 +1,8 @@
 """The host enforcer: a policy's host-wide decisions applied through the host ports.
 
 The resource manager owns one. At start it reads what the host offers (once); at start and at
-every applied configuration it says what of the configured classes cannot be applied here,
+every applied configuration it says what of the configured classes cannot be applied here (a
+missing interrupt control only once, while configurations keep asking for interrupt affinity),
 and lays out the resctrl groups; after every committed operation it asks the policy for its
 :class:`HostAssignment` and, only when that changed, applies CPU classes and interrupt
 affinities; it keeps each exporting container's ``resources.sh`` current; at shutdown it puts
@@ -63,6 +64,7 @@ class HostEnforcer:
         self.caps: PowerCaps = NO_CAPS
         self._irqs: tuple[Interrupt, ...] | None = None
         self._irq_problem: str | None = None
+        self._irq_said: str | None = None  # the interrupt problem last warned about
         self._applied: HostAssignment = NO_ASSIGNMENT
         self.power_target: PowerTarget = NO_TARGET
         self.affinities: Affinities = Affinities()
@@ -103,10 +105,12 @@ class HostEnforcer:
                 has_uncore = bool(self.caps.uncore)
                 for line in power_notices(classes, self.caps, machine.online, has_uncore):
                     self._notify(line, Severity.WARNING)
-        if assignment.interrupts is not None and self._irq_problem is not None:
-            self._notify(
-                f"interrupt affinity is not applied: {self._irq_problem}", Severity.WARNING
-            )
+        # the host's lack of interrupt control is read once, at start: said at the first
+        # configuration asking for interrupt affinity, not again at every reload
+        lacking = self._irq_problem if assignment.interrupts is not None else None
+        if lacking is not None and lacking != self._irq_said:
+            self._notify(f"interrupt affinity is not applied: {lacking}", Severity.WARNING)
+        self._irq_said = lacking
         if config is not None:
             self._configure_rdt(config)
         self._exported = {
