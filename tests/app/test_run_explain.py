@@ -115,7 +115,7 @@ def test_explain_a_running_daemons_decisions(tmp_path: Path, sysfs: Path) -> Non
             document = json.loads(refused.stdout)
             assert document["verdict"] == "refused"
             assert document["shortage"].startswith("no pool has 40 exclusive CPUs")
-            assert document["refusal"].startswith("create-container: prod/big/c: no pool has 40")
+            assert document["refusal"].startswith("create-container: no pool has 40")
             assert document["refused_at"] > 0
 
             # unknown containers; a bad request

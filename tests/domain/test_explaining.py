@@ -81,7 +81,7 @@ def test_a_refused_creation_is_explained_and_the_cache_is_as_before() -> None:
     pods, containers, saves, state = m.pods(), m.containers(), h.store.saves, m.describe()
     explanation = m.explain("default/big/c")
     assert explanation.verdict is Verdict.REFUSED
-    assert explanation.refusal.startswith("create-container: default/big/c: no pool has 40")
+    assert explanation.refusal.startswith("create-container: no pool has 40")
     assert explanation.refused_at == h.clock.now()
     assert (m.pods(), m.containers(), m.describe()) == (pods, containers, state)
     assert h.store.saves == saves and not m.cache.dirty

@@ -66,7 +66,16 @@ def test_malformed_quantities_are_refused(bad: str) -> None:
         ({"cpu": "abc"}, {}, "requests.cpu: invalid quantity 'abc'"),
         ({"cpu": "-1"}, {}, "requests.cpu: negative quantity '-1'"),
         ({"gpu": "1"}, {}, "requests.gpu: unsupported resource"),
-        ({"cpu": "2"}, {"cpu": "1"}, "requests.cpu 2000 exceeds limits.cpu 1000"),
+        # in the spec's own units, with what they amount to
+        ({"cpu": "2"}, {"cpu": "1"}, "requests.cpu 2 (2000m) exceeds limits.cpu 1 (1000m)"),
+        ({"cpu": 1.5}, {"cpu": "1"}, "requests.cpu 1.5 (1500m) exceeds limits.cpu 1 (1000m)"),
+        ({"cpu": "1500m"}, {"cpu": "500m"}, "requests.cpu 1500m exceeds limits.cpu 500m"),
+        (
+            {"memory": "2Gi"},
+            {"memory": "1Gi"},
+            "requests.memory 2Gi (2147483648 bytes) exceeds limits.memory 1Gi (1073741824 bytes)",
+        ),
+        ({"memory": 2048}, {"memory": 1024}, "requests.memory 2048 exceeds limits.memory 1024"),
         ({}, {"memory": True}, "limits.memory: invalid quantity True"),
     ],
 )

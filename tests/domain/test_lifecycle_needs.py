@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nrirp.adapters.memory import InMemoryHostControl
+from nrirp.adapters.memory import InMemoryHostControl, RecordingDecisionLog
 from nrirp.domain.config import load_policy_config
 from nrirp.domain.control import RuntimeFeatures
 from nrirp.domain.model import ContainerState, HostChange
@@ -113,3 +113,70 @@ def test_start_moves_a_container_to_running_unless_host_settings_wait() -> None:
     assert rig.manager.lifecycle_needs().post_start  # something waits: keep listening
     rig.manager.post_start(pod, waiting)
     assert rig.manager.container(waiting.id).state is ContainerState.RUNNING  # type: ignore[union-attr]
+
+
+def hostless(policy: str, spec: Mapping[str, Any]) -> tuple[ResourceManager, RecordingDecisionLog]:
+    """A pipeline without a host controller (an embedder's default) on an old runtime."""
+    log = RecordingDecisionLog()
+    m = ResourceManager(
+        policy=builtin_registry().create(policy), machine=small_machine(), decisions=log
+    )
+    m.start(load_policy_config(policy, spec))
+    m.set_runtime_features(OLD_RUNTIME)
+    return m, log
+
+
+def host_notices(log: RecordingDecisionLog) -> list[tuple[str | None, str]]:
+    return [(n.container_id, n.message) for n in log.notices if n.source == "host"]
+
+
+@pytest.mark.parametrize("policy", ["topology-aware", "balloons"])
+def test_without_a_host_controller_dropped_scheduling_is_noticed_once_per_container(
+    policy: str,
+) -> None:
+    spec: dict[str, Any] = {**SCHED}
+    if policy == "topology-aware":
+        spec["podQoSSchedulingClasses"] = {"Burstable": "batch"}
+    else:
+        spec["balloonTypes"] = [{"name": "b", "namespaces": ["*"], "schedulingClass": "batch"}]
+    m, log = hostless(policy, spec)
+    pod = make_pod()
+    a, b = make_container(pod, "a"), make_container(pod, "b")
+    result = m.create_container(pod, a)
+    assert result.adjustment.scheduling is None  # the runtime cannot carry it
+    assert host_notices(log) == [
+        (
+            a.id,
+            "container default/pod0/a: scheduling class not applied: no host control "
+            "(settings the runtime cannot carry need one)",
+        )
+    ]
+    # nothing waits for a process nobody would tell about: started means running
+    m.start_container(pod, a)
+    assert m.container(a.id).state is ContainerState.RUNNING  # type: ignore[union-attr]
+    # later requests say nothing more about it; the next container gets its own notice
+    m.create_container(pod, b)
+    m.update_container(pod, a, a.resources)
+    m.stop_container(pod, a)
+    assert [cid for cid, _ in host_notices(log)] == [a.id, b.id]
+    assert not any("no controller" in n.message for n in log.notices)
+
+
+def test_without_a_host_controller_host_settings_of_others_are_noticed() -> None:
+    rig = make_rig()
+    pod = make_pod()
+    a, b = make_container(pod, "a"), make_container(pod, "b")
+    rig.manager.create_container(pod, a)
+    rig.manager.cache.set_host_change(
+        a.id, HostChange(cgroup={"cpu.idle": "1", "memory.high": "1G"}, cpu_class="eco")
+    )
+    rig.manager.create_container(pod, b)
+    assert [(n.source, n.container_id, n.message) for n in rig.log.notices] == [
+        (
+            "host",
+            a.id,
+            "container default/pod0/a: CPU class eco and cgroup settings cpu.idle, memory.high "
+            "not applied: no host control (settings the runtime cannot carry need one)",
+        )
+    ]
+    assert not rig.manager.cache.pending_containers()

@@ -94,7 +94,9 @@ def test_builders_give_the_container_its_devices_and_mounts() -> None:
 def test_builders_are_deterministic_and_check_their_input() -> None:
     assert pod("a", besteffort("c")).sandbox == pod("a", besteffort("c")).sandbox
     assert pod("a", besteffort("c")).id != pod("a", besteffort("c"), namespace="x").id
-    with pytest.raises(ValueError, match=r"exceeds limits\.cpu"):
+    with pytest.raises(
+        ValueError, match=r"^requests\.cpu 2 \(2000m\) exceeds limits\.cpu 1 \(1000m\)$"
+    ):
         container("c", requests={"cpu": "2"}, limits={"cpu": "1"})
     with pytest.raises(ValueError, match="at least one container"):
         pod("empty")

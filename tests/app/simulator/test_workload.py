@@ -162,8 +162,8 @@ def test_qos_classes_follow_kubelet() -> None:
         (
             "- createPod: {name: p, containers: [{name: a, resources: {requests: {cpu: 2},"
             " limits: {cpu: 1}}}]}",
-            "steps[0].createPod.containers[0].resources (step 1): requests.cpu 2000 exceeds "
-            "limits.cpu 1000",
+            "steps[0].createPod.containers[0].resources (step 1): requests.cpu 2 (2000m) "
+            "exceeds limits.cpu 1 (1000m)",
         ),
         (
             "- createPod: {name: p, containers: [{name: a, resources: {request: {}}}]}",

@@ -256,7 +256,10 @@ class Resources:
             ("memory", memory_request, memory_limit),
         ):
             if request is not None and limit is not None and request > limit:
-                raise InvalidSpec(f"requests.{name} {request} exceeds limits.{name} {limit}")
+                raise InvalidSpec(
+                    f"requests.{name} {_as_given(name, requests[name], request)} exceeds "
+                    f"limits.{name} {_as_given(name, limits[name], limit)}"
+                )
         hugepages: dict[str, int] = {}
         for name, value in limits.items():
             if name.startswith(HUGEPAGES_PREFIX):
@@ -264,6 +267,15 @@ class Resources:
                 _quantity("limits", name, size)  # the page size must be a quantity too
                 hugepages[size] = _quantity("limits", name, value).int_value()
         return cls(cpu_request, cpu_limit, memory_request, memory_limit, hugepages)
+
+
+def _as_given(resource: str, given: QuantityValue, value: int) -> str:
+    """A quantity as the spec wrote it, with what it amounts to when that reads otherwise:
+    ``2 (2000m)``, ``1Gi (1073741824 bytes)``, ``500m``."""
+    text = given if isinstance(given, str) else str(given)
+    if resource == "cpu":
+        return text if text == f"{value}m" else f"{text} ({value}m)"
+    return text if text == str(value) else f"{text} ({value} bytes)"
 
 
 def _quantity(kind: str, resource: str, value: QuantityValue) -> Quantity:

@@ -66,6 +66,7 @@ from nrirp.domain.pipeline.errors import (
     ReentrantCallError,
 )
 from nrirp.domain.pipeline.explaining import Refusal, Refusals, explain_query
+from nrirp.domain.pipeline.hostless import drop_host_settings
 from nrirp.domain.pipeline.lifecycle import LifecycleNeeds, lifecycle_needs
 from nrirp.domain.pipeline.persistence import StatePersistence
 from nrirp.domain.pipeline.results import CreateResult, ReconfigureOutcome, StartOutcome
@@ -145,6 +146,8 @@ class ResourceManager:
                 default.append(HostController(host))
             controllers = default
         self._controllers = ControllerRegistry(controllers)
+        self._hostless = self._controllers.get(HOST_CONTROLLER) is None
+        """No host controller: host settings are dropped with a notice (:mod:`.hostless`)."""
         self.host = HostEnforcer(
             notify=self._host_notice,
             power=cpu_power,
@@ -649,10 +652,28 @@ class ResourceManager:
         if pending:
             self._changed = True
         ctx = ControlContext(operation, self.cache)
+        if self._hostless and pending:
+            pending = self._drop_host_settings(ctx, pending, subject, hook)
         enforce(self._controllers, ctx, subject, hook, pending)
+        if self._hostless and hook is Hook.PRE_CREATE and subject is not None:
+            # what the runtime controller just routed to the host (the runtime cannot carry it)
+            created = self.cache.container(subject)
+            if created is not None:
+                drop_host_settings(ctx, (created,))
         for notice in ctx.notices:
             self._log.notice(notice)
         return ctx
+
+    def _drop_host_settings(
+        self, ctx: ControlContext, pending: list[Container], subject: str | None, hook: Hook | None
+    ) -> list[Container]:
+        """Without a host controller: drop the host settings of the pending containers, with
+        a notice each; the pending containers left. A container being created is left to
+        after its creation hook, which may add more (one notice for all)."""
+        creating = subject if hook is Hook.PRE_CREATE else None
+        if drop_host_settings(ctx, (c for c in pending if c.id != creating)):
+            return self.cache.pending_containers()
+        return pending
 
     def _after_commit(self) -> None:
         """Host-wide enforcement once an operation's changes are kept."""

@@ -126,7 +126,7 @@ def test_refusal_names_what_was_short() -> None:
     assert explanation.verdict is Verdict.REFUSED
     assert "no suitable db balloon instance available" in explanation.shortage
     assert "db has its maxBalloons (1)" in explanation.shortage
-    assert explanation.refusal.startswith("create-container: balloon allocation")
+    assert explanation.refusal.startswith("create-container: no suitable db balloon")
     new = stage(explanation, "fill: new-balloon")
     assert new.winner is None and "db has its maxBalloons (1)" in new.outcome
     inflate = stage(explanation, "fill: balanced-inflate")

@@ -120,7 +120,8 @@ def test_a_refused_config_keeps_the_old_one() -> None:
     )
     outcome = rig.manager.reconfigure(tight)
     assert not outcome.applied
-    assert "cannot keep db/db/c" in (outcome.reason or "")
+    assert "cannot keep db/db/c: no suitable db balloon instance" in (outcome.reason or "")
+    assert (outcome.reason or "").count("db/db/c") == 1
     assert _state(rig) == before
     # the reserved cpuset must lie in the available CPUs
     outside = config(

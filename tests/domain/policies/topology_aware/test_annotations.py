@@ -514,7 +514,11 @@ def test_scheduling_class_annotation_namespace_and_qos_defaults() -> None:
     assert job.adjustment.scheduling.policy is SchedulingPolicy.BATCH
     _, _, be = rig.run("be", "BestEffort")
     assert be.adjustment.scheduling is not None and be.adjustment.scheduling.nice == 5
-    with pytest.raises(OperationFailedError, match="scheduling class 'nope'"):
+    # the container is named once, by the pipeline
+    with pytest.raises(
+        OperationFailedError,
+        match=r"^create-container container default/bad/c: scheduling class 'nope' ",
+    ):
         rig.run("bad", cpu=100, annotations=anno("scheduling-class", "nope"))
 
 

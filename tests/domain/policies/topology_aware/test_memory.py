@@ -132,6 +132,8 @@ def test_memory_refusal_names_the_container_and_the_pool() -> None:
     with pytest.raises(OperationFailedError) as failure:
         rig.run("last", "Guaranteed", cpu=100, memory=3 * GiB)
     message = str(failure.value)
-    assert "default/last/c: cannot get 3.0 GiB of dram memory in " in message
+    # the pipeline names the operation and the container, once; the reason does not repeat it
+    assert message.startswith("create-container container default/last/c: cannot get 3.0 GiB ")
+    assert message.count("default/last/c") == 1
     assert "not even by widening" in message and "nodes 0-3 hold 16.0 GiB" in message
     assert "owner" not in message and "pod-last-c" not in message

@@ -85,9 +85,9 @@ def test_a_fallback_from_isolated_cpus_names_both_shortages() -> None:
     assert "and no pool has 4 free isolated CPUs: best socket #0 has 3 free of its 3 " in message
     with pytest.raises(OperationFailedError) as failure:
         rig.run("r", "Guaranteed", cpu=4000, annotations=anno("require-isolated-cpus", "true"))
-    assert (
-        "default/r/c: no pool has 4 free isolated CPUs: best socket #0 has 3 free of its 3 "
-        "isolated CPUs (require-isolated-cpus)" in str(failure.value)
+    assert str(failure.value) == (
+        "create-container container default/r/c: no pool has 4 free isolated CPUs: best "
+        "socket #0 has 3 free of its 3 isolated CPUs (require-isolated-cpus)"
     )
 
 

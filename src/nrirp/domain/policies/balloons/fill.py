@@ -64,8 +64,7 @@ def choose_balloon(
         if found is not None:
             return found
     raise NoBalloon(
-        f"balloon allocation for container {member.label} failed: no suitable {kind.name}"
-        " balloon instance available" + _why(engine, kind, member, plan)
+        f"no suitable {kind.name} balloon instance available" + _why(engine, kind, member, plan)
     )
 
 

@@ -352,14 +352,14 @@ class BalloonsPolicy:
         grow = size * 1000 < target
         if grow and engine.max_avail(balloon, plan) < target:
             raise PolicyError(
-                f"{member.label}: balloon {balloon.name} cannot grow to {target}m"
+                f"balloon {balloon.name} cannot grow to {target}m"
                 f" (at most {engine.max_avail(balloon, plan)}m)"
             )
         if grow or -(-target // 1000) < size:
             try:
                 engine.plan_resize(plan, balloon, target, container)
             except ResizeError as exc:
-                raise PolicyError(f"{member.label}: balloon {balloon.name}: {exc}") from None
+                raise PolicyError(f"balloon {balloon.name}: {exc}") from None
         engine.commit(plan, f"{member.label} resized")
         balloon.remove(container.id)
         member.request = request.cpu
@@ -405,15 +405,16 @@ class BalloonsPolicy:
             member = self._member(kind, request, ctr, pod)
             plan = Plan(engine.free)
             balloon = choose_balloon(engine, kind, member, plan, ctr)
-            target = max(1, member.request + balloon.requested)
-            if plan.size(balloon) * 1000 < target:
-                engine.plan_resize(plan, balloon, target, ctr)
         except NoBalloon as exc:
             raise PolicyError(str(exc)) from None
-        except ResizeError as exc:
-            raise PolicyError(
-                f"balloon allocation for container {request.label} failed: {exc}"
-            ) from None
+        target = max(1, member.request + balloon.requested)
+        if plan.size(balloon) * 1000 < target:
+            try:
+                engine.plan_resize(plan, balloon, target, ctr)
+            except ResizeError as exc:
+                raise PolicyError(
+                    f"balloon {balloon.name} cannot inflate to {target}m: {exc}"
+                ) from None
         engine.commit(plan, f"{member.label} joined")
         engine.add(balloon, member)
         self._joined[ctr.id] = f"{member.label} joined"

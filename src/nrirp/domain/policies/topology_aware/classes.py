@@ -84,7 +84,6 @@ def choose_classes(
     *,
     namespace: str,
     qos: QOSClass,
-    label: str,
     reader: PolicyAnnotations,
     index: ConfigIndex | None = None,
 ) -> Classes:
@@ -106,7 +105,7 @@ def choose_classes(
         cls = by_name.get(sched_name)
         if cls is None:
             raise PolicyError(
-                f"{label}: scheduling class {sched_name!r} ({source}) is not defined "
+                f"scheduling class {sched_name!r} ({source}) is not defined "
                 f"(schedulingClasses: {_known(set(by_name))})"
             )
         scheduling, io = scheduling_of(cls)
@@ -116,12 +115,12 @@ def choose_classes(
         known = index.cpu_classes
         if cpu_class not in known:
             raise PolicyError(
-                f"{label}: CPU class {cpu_class!r} (annotation cpu-class) is not defined "
+                f"CPU class {cpu_class!r} (annotation cpu-class) is not defined "
                 f"(cpuClasses / control.cpu.classes: {_known(known)})"
             )
         if qos is not QOSClass.GUARANTEED:
             raise PolicyError(
-                f"{label}: CPU class {cpu_class!r} (annotation cpu-class) is only for "
+                f"CPU class {cpu_class!r} (annotation cpu-class) is only for "
                 f"Guaranteed containers with exclusive CPUs; this one is {qos.value}"
             )
 
@@ -129,7 +128,7 @@ def choose_classes(
     rdt = reader.raw(RDT_CLASS)
     if rdt is not None and rdt_names and rdt not in rdt_names:
         raise PolicyError(
-            f"{label}: RDT class {rdt!r} (annotation rdtclass) is not defined "
+            f"RDT class {rdt!r} (annotation rdtclass) is not defined "
             f"(control.rdt: {_known(set(rdt_names))})"
         )
     if rdt is None and control.rdt.use_pod_qos_as_default_class and qos.value in rdt_names:
@@ -139,7 +138,7 @@ def choose_classes(
     blockio = reader.raw(BLOCKIO_CLASS)
     if blockio is not None and blockio_names and blockio not in blockio_names:
         raise PolicyError(
-            f"{label}: block I/O class {blockio!r} (annotation blockioclass) is not defined "
+            f"block I/O class {blockio!r} (annotation blockioclass) is not defined "
             f"(control.blockio: {_known(blockio_names)})"
         )
     if (
@@ -160,12 +159,12 @@ def choose_classes(
     )
 
 
-def check_cpu_class(classes: Classes, kind: CPUKind, label: str) -> None:
+def check_cpu_class(classes: Classes, kind: CPUKind) -> None:
     """Refuse a ``cpu-class`` annotation on a grant without exclusive CPUs (as the reference:
     a class is applied to CPUs the container has for itself)."""
     if classes.cpu_class is not None and kind not in EXCLUSIVE_KINDS:
         raise PolicyError(
-            f"{label}: CPU class {classes.cpu_class!r} (annotation cpu-class) is only for "
+            f"CPU class {classes.cpu_class!r} (annotation cpu-class) is only for "
             f"Guaranteed containers with exclusive CPUs; this one gets none ({kind.value})"
         )
 

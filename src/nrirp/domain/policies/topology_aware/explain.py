@@ -89,13 +89,12 @@ def explain_placement(
     """The explanation of ``subject``'s pool (see the module's docstring); ``class_cpus``:
     where a request's CPU class takes effect when not on every CPU (the policy's, item 8)."""
     container, pod = subject.container, subject.pod
-    label = container_label(pod, container)
     grant = alloc.grants.get(container.id) if subject.placed else None
     placement = grant_text(grant) if grant is not None else ""
     stages: list[Stage] = []
 
     def refused(why: str, stage: str = "") -> Explanation:
-        shortage = _without_label(why, label)
+        shortage = why
         return Explanation(
             policy=POLICY,
             **identity(pod, container),
@@ -119,7 +118,6 @@ def explain_placement(
             control,
             namespace=request.namespace,
             qos=request.qos,
-            label=request.label,
             reader=reader,
             index=index,
         )
@@ -141,17 +139,17 @@ def explain_placement(
     cpus_of_class = class_cpus(request, classes) if class_cpus is not None else None
     try:
         chosen = work.plan(request, hints=hints, weighted=weighted, class_cpus=cpus_of_class)
-        check_cpu_class(classes, chosen.kind, request.label)
+        check_cpu_class(classes, chosen.kind)
     except PolicyError as exc:
         failure = str(exc)
     stages.append(_pool_stage(work, request, hints, weighted, cpus_of_class, chosen, failure))
     if chosen is None or failure:
-        explanation = refused(failure or f"{label}: no pool can take it")
+        explanation = refused(failure or "no pool can take it")
         return _with_notes(explanation, notes)
     try:
         placed = work.commit(chosen)
     except PolicyError as exc:
-        stages.append(Stage("memory", f"refused: {_without_label(str(exc), label)}"))
+        stages.append(Stage("memory", f"refused: {exc}"))
         return _with_notes(refused(str(exc), "memory"), notes)
     pool_stage = stages[-1]
     stages.append(Stage("memory", _memory_text(chosen, placed)))
@@ -284,7 +282,7 @@ def _pool_stage(
     ]
     deciding = _deciding(scorer, scores, winner, request.memory.limit)
     if winner is None:
-        outcome = f"refused: {_without_label(failure, request.label)}" if failure else "none"
+        outcome = f"refused: {failure}" if failure else "none"
     elif len(scores) == 1:
         outcome = f"{winner.name}: the only pool that can be scored"
     elif deciding is None:
@@ -613,11 +611,6 @@ def _with_notes(explanation: Explanation, notes: Sequence[str]) -> Explanation:
     if not notes:
         return explanation
     return attrs.evolve(explanation, notes=(*notes, *explanation.notes))
-
-
-def _without_label(message: str, label: str) -> str:
-    prefix = f"{label}: "
-    return message[len(prefix) :] if message.startswith(prefix) else message
 
 
 __all__ = ["container_label", "detached_copy", "explain_placement", "grant_text", "score_items"]

@@ -74,7 +74,7 @@ class Ledger:
         limit = self.resources.memory_limit
         if limit is not None and size and self.memory_granted + size > limit:
             raise PolicyError(
-                f"{request.label}: {human_bytes(size)} of memory would exceed the policy's "
+                f"{human_bytes(size)} of memory would exceed the policy's "
                 f"memory ({human_bytes(limit)}, {human_bytes(self.memory_granted)} granted; "
                 "availableResources/reservedResources memory)"
             )
@@ -333,7 +333,7 @@ def _memory_refusal(plan: Plan, exc: MemoryAllocationError) -> str:
     memory = plan.memory
     assert memory is not None
     text = (
-        f"{plan.request.label}: cannot get {human_bytes(memory.size)} of "
+        f"cannot get {human_bytes(memory.size)} of "
         f"{types_text(memory.types)} memory in {plan.pool.name} (NUMA nodes {memory.nodes}), "
         f"not even by widening: {exc.reason}"
     )

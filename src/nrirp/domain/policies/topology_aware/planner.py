@@ -179,7 +179,7 @@ class Planner:
         types = memory.types_of(request)
         if not memory.typed_nodes(types) & self.tree.top.mems:
             raise PolicyError(
-                f"{request.label}: this node has no {types_text(types)} memory for the policy "
+                f"this node has no {types_text(types)} memory for the policy "
                 f"(memory-type annotation)"
             )
         size = accounted_size(request)
@@ -189,7 +189,7 @@ class Planner:
             if not roomy:
                 largest = max(pools, key=lambda p: (memory.pool_capacity(p, types), -p.id))
                 raise PolicyError(
-                    f"{request.label}: no pool has {human_bytes(size)} of "
+                    f"no pool has {human_bytes(size)} of "
                     f"{types_text(types)} memory: the largest, {largest.name}, has "
                     f"{human_bytes(memory.pool_capacity(largest, types))}"
                 )
@@ -208,7 +208,7 @@ class Planner:
             strict = [p for p in pools if self._within(p, request, limits, types)]
             if not strict:
                 raise PolicyError(
-                    f"{request.label}: no pool can grant CPUs and memory inside every topology "
+                    f"no pool can grant CPUs and memory inside every topology "
                     f"hint (strict.topologyhints): {limits.text}"
                 )
             pools = strict
@@ -302,9 +302,8 @@ class Planner:
 
     def _shortage(self, request: Request, scores: Sequence[Score]) -> str:
         cpu = request.cpu
-        label = request.label
         if not scores:
-            return f"{label}: no pool can take it"
+            return "no pool can take it"
         pool = min(scores, key=score_key).pool
         supply = self.supply
         sharable = len(supply.sharable[pool.id])
@@ -319,9 +318,9 @@ class Planner:
                 f"{roomy.name} has {free} free of its {plural(total, 'isolated CPU')}"
             )
         if cpu.require_isolated:
-            return f"{label}: {isolated} (require-isolated-cpus)"
+            return f"{isolated} (require-isolated-cpus)"
         if cpu.full:
-            text = f"{label}: no pool has {plural(cpu.full, 'exclusive CPU')}"
+            text = f"no pool has {plural(cpu.full, 'exclusive CPU')}"
             if cpu.shared:
                 text += f" and {cpu.shared}m shared CPU"
             text += (
@@ -340,7 +339,7 @@ class Planner:
                 text += f"; and {isolated} (prefer-isolated-cpus)"
             return text
         return (
-            f"{label}: no pool has {cpu.shared}m shared CPU: best {pool.name} has "
+            f"no pool has {cpu.shared}m shared CPU: best {pool.name} has "
             f"{max(allocatable, 0)}m free ({plural(sharable, 'sharable CPU')}, {used}m used "
             "by shared containers)"
         )

@@ -232,7 +232,7 @@ class TopologyAwarePolicy:
         for ctr, pod, request, classes, deadline, why in anew:
             try:
                 plan = self._plan(alloc, request, pod, ctr, prefer=None, classes=classes)
-                check_cpu_class(classes, plan.kind, request.label)
+                check_cpu_class(classes, plan.kind)
                 grant = alloc.commit(plan, cold_start_until=deadline)
             except PolicyError as exc:
                 self._unplaced(ctr, pod, exc, strict=strict)
@@ -252,7 +252,7 @@ class TopologyAwarePolicy:
     def _unplaced(self, ctr: Container, pod: Pod | None, exc: PolicyError, *, strict: bool) -> None:
         """A container readmission could not place: refuse (reconfigure) or report (start)."""
         label = container_label(pod, ctr)
-        why = _without_label(str(exc), label)
+        why = str(exc)
         if strict:
             raise PolicyError(f"cannot keep {label}: {why}") from None
         self.ctx.notice(f"{label} left as it is: {why}", container=ctr, severity=Severity.ERROR)
@@ -268,9 +268,8 @@ class TopologyAwarePolicy:
             try:
                 self._admit(ctr, initial=ctr.state is ContainerState.CREATING)
             except PolicyError as exc:
-                label = self._label(ctr)
                 self.ctx.notice(
-                    f"cannot allocate {label}: {_without_label(str(exc), label)}",
+                    f"cannot allocate {self._label(ctr)}: {exc}",
                     container=ctr,
                     severity=Severity.ERROR,
                 )
@@ -323,7 +322,6 @@ class TopologyAwarePolicy:
             self._control,
             namespace=request.namespace,
             qos=request.qos,
-            label=request.label,
             reader=reader,
             index=self._index,
         )
@@ -405,7 +403,7 @@ class TopologyAwarePolicy:
         if plan is None:
             prefer = previous.pool if previous is not None else None
             plan = self._plan(alloc, request, pod, container, prefer=prefer, classes=classes)
-        check_cpu_class(classes, plan.kind, request.label)
+        check_cpu_class(classes, plan.kind)
         deadline: float | None = None
         delay = 0.0
         if previous is not None:
@@ -591,11 +589,6 @@ class TopologyAwarePolicy:
         # this stays small and costs nothing per save with many containers
         cold = self._alloc.cold_starts
         return {"cold_start": dict(cold)} if cold else None
-
-
-def _without_label(message: str, label: str) -> str:
-    prefix = f"{label}: "
-    return message[len(prefix) :] if message.startswith(prefix) else message
 
 
 def _names(wanted: str, container_id: str, label: str) -> bool:
