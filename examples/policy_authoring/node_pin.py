@@ -8,7 +8,9 @@
 * A reconfiguration moves the containers whose node is no longer allowed.
 
 Load it with ``--policy-module examples/policy_authoring/node_pin.py`` (``nrirp simulate``,
-``nrirp run``) or pass the class to ``Engine.build(NodePinPolicy, ...)``.
+``nrirp explain``), with ``NRIRP_POLICY_MODULES=examples/policy_authoring/node_pin.py``
+(``nrirp run``, which has no ``--policy-module``), or pass the class to
+``Engine.build(NodePinPolicy, ...)``.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ class NodePinPolicy(TemplatePolicy):
         for container in self.ctx.cache.active_containers():
             node = container.tags.get(TAG)
             if node and int(node) not in allowed:
-                self._pin(container, self._choose(container), "its node is no longer allowed")
+                new, why = self._choose(container)
+                self._pin(container, new, f"its node {node} is no longer allowed; {why}")
 
     def sync(self, added: Sequence[Container], removed: Sequence[Container]) -> None:
         for container in added:
@@ -67,7 +70,8 @@ class NodePinPolicy(TemplatePolicy):
                 self.allocate(container)
 
     def allocate(self, container: Container) -> None:
-        self._pin(container, self._choose(container), "the least loaded allowed node")
+        node, why = self._choose(container)
+        self._pin(container, node, why)
 
     def release(self, container: Container) -> None:
         """Nothing to give back: the load is counted from the running containers."""
@@ -119,13 +123,14 @@ class NodePinPolicy(TemplatePolicy):
                 loads[int(node)] += container.requirements.cpu_request or 0
         return loads
 
-    def _choose(self, container: Container) -> int:
+    def _choose(self, container: Container) -> tuple[int, str]:
+        """The node for ``container``, and why (the reason of the decision)."""
         spec = self._spec(self._config)
         pod = self.ctx.cache.pod(container.pod_id)
         if pod is not None and pod.namespace in spec.system_namespaces:
-            return spec.system_node
+            return spec.system_node, f"the system node, for namespace {pod.namespace}"
         loads = self._loads()
-        return min(loads, key=lambda node: (loads[node], node))
+        return min(loads, key=lambda node: (loads[node], node)), "the least loaded allowed node"
 
     def _pin(self, container: Container, node: int, reason: str) -> None:
         cache = self.ctx.cache

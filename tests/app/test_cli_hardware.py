@@ -200,7 +200,11 @@ def test_memory_type_option(capsys: pytest.CaptureFixture[str]) -> None:
         (["--machine", "nope"], 1, "no catalogue machine named 'nope'"),
         (["--sysfs-root", "/nonexistent-root"], 1, "/nonexistent-root: no such directory"),
         (["--write-sysfs", "/tmp/x"], 2, "--write-sysfs needs --machine"),
-        (["--machine", "box-16", "--memory-type", "9=hbm"], 1, "unknown NUMA nodes [9]"),
+        (
+            ["--machine", "box-16", "--memory-type", "9=hbm"],
+            1,
+            "error: machine box-16: memory type configured for unknown NUMA nodes [9]\n",
+        ),
     ],
 )
 def test_errors(

@@ -93,7 +93,7 @@ def test_a_refused_container_in_a_workload(capsys: pytest.CaptureFixture[str]) -
     data = document(capsys, *argv, "--step", str(step), name)
     assert data["verdict"] == "refused"
     assert data["shortage"].startswith("no pool has 14 exclusive CPUs")
-    assert data["refusal"].startswith(f"create-container: {name}: no pool has 14")
+    assert data["refusal"].startswith("create-container: no pool has 14")
     code, out, _ = run(capsys, *argv, "--step", str(step), name)
     assert code == EXIT_OK
     assert "verdict:    refused: no pool has 14 exclusive CPUs" in out
@@ -131,3 +131,40 @@ def test_template_policy_decides_nothing(capsys: pytest.CaptureFixture[str]) -> 
     data = document(capsys, *argv, "--step", str(step), name)
     assert data["verdict"] == "not-decided"
     assert data["summary"].startswith("the template policy decides nothing")
+
+
+def test_a_template_subclass_that_places_is_not_explained_as_deciding_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    example = Path(__file__).parents[2] / "examples" / "policy_authoring"
+    argv = [
+        "--machine", "box-16", "--policy", "node-pin",
+        "--policy-module", str(example / "node_pin.py"),
+        "--workload", str(example / "workload.yaml"),
+    ]  # fmt: skip
+    data = document(capsys, *argv, "db/postgres")
+    assert data["verdict"] == "not-explained"
+    assert data["summary"] == "policy node-pin does not explain its decisions"
+
+
+def test_a_failing_register_policies_exits_2_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    module = tmp_path / "boom.py"
+    module.write_text("def register_policies(registry):\n    raise RuntimeError('boom')\n")
+    workload = WORKLOADS / "template-box16.yaml"
+    argv = ["--policy", "template", "--policy-module", str(module), "--workload", str(workload)]
+    code, out, err = run(capsys, *argv, "x")
+    assert code == EXIT_INPUT and out == ""
+    assert err == f"nrirp explain: policy module {str(module)!r}: register_policies failed: boom\n"
+
+
+def test_simulation_flags_without_a_workload_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(capsys, "--state-dir", str(tmp_path), "--step", "0", "x")
+    assert (code, out) == (EXIT_INPUT, "")
+    assert err == "nrirp explain: --step needs --workload (a daemon is asked about its state now)\n"
+    code, _, err = run(capsys, "--policy", "template", "--machine", "box-16", "x")
+    assert code == EXIT_INPUT
+    assert err.startswith("nrirp explain: --policy, --machine need --workload")

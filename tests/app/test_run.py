@@ -37,7 +37,14 @@ def sysfs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Daemon:
     """``python -m nrirp run ...`` with JSON logs in a file."""
 
-    def __init__(self, tmp: Path, sysfs: Path, *extra: str, policy: str = "annotation-pin"):
+    def __init__(
+        self,
+        tmp: Path,
+        sysfs: Path,
+        *extra: str,
+        policy: str = "annotation-pin",
+        modules: str = "tests.e2e.daemon_policies",
+    ):
         self.log_path = tmp / f"daemon-{len(list(tmp.glob('daemon-*.log')))}.log"
         self.socket = tmp / "nri.sock"
         self.state_dir = tmp / "state"
@@ -54,7 +61,7 @@ class Daemon:
         env = {
             **os.environ,
             "PYTHONPATH": str(REPO),
-            "NRIRP_POLICY_MODULES": "tests.e2e.daemon_policies",
+            "NRIRP_POLICY_MODULES": modules,
         }
         for key in ("NRI_PLUGIN_SOCKET", "NRI_PLUGIN_NAME", "NRI_PLUGIN_IDX"):
             env.pop(key, None)
@@ -164,6 +171,16 @@ def test_unknown_policy_and_missing_file_exit_2(tmp_path: Path, sysfs: Path) -> 
     missing = Daemon(tmp_path, sysfs, "--config-file", str(tmp_path / "nope.yaml"))
     assert missing.proc.wait(timeout=30) == 2
     assert f"config file {tmp_path}/nope.yaml does not exist" in missing.text()
+
+
+def test_a_failing_policy_module_exits_2_in_one_line(tmp_path: Path, sysfs: Path) -> None:
+    module = tmp_path / "boom.py"
+    module.write_text("def register_policies(registry):\n    raise RuntimeError('boom')\n")
+    daemon = Daemon(tmp_path, sysfs, policy="template", modules=str(module))
+    assert daemon.proc.wait(timeout=30) == 2
+    (error,) = [r for r in daemon.records() if r["level"] == "error"]
+    assert error["msg"] == f"policy module {str(module)!r}: register_policies failed: boom"
+    assert "Traceback" not in daemon.text()
 
 
 def test_bad_sysfs_root_exits_3(tmp_path: Path) -> None:
@@ -318,3 +335,27 @@ def test_the_log_reader_leaves_out_a_line_being_written(tmp_path: Path) -> None:
     with open(reader.log_path, "a") as log:
         log.write('o"}\n')
     assert [r["msg"] for r in reader.records()] == ["one", "two"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--http-endpoint", "foo"],
+            "argument --http-endpoint: invalid HTTP endpoint 'foo': expected '[host]:port'",
+        ),
+        (["--config-poll-interval", "-1"], "expected 0 or more seconds, got '-1'"),
+        (["--topology-update-interval", "-5"], "expected 0 or more seconds, got '-5'"),
+        (["--config-poll-interval", "nan"], "expected 0 or more seconds, got 'nan'"),
+    ],
+)
+def test_bad_flag_values_are_refused_at_the_command_line(
+    capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    from nrirp.app.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["run", "--policy", "template", *flags])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: nrirp run") and err.endswith(f"{message}\n")

@@ -224,6 +224,8 @@ def test_odd_state_exits_4_with_one_line(tmp_path: Path, sysfs: Path, case: str)
     (error,) = errors_of(run)
     assert reason in error
     assert len(error) < 3000
+    assert error.count(f"{state_dir}/cache") <= 1  # named once, by the reason or after it
+    assert not error.endswith(('errors=""', "errors=[]"))  # no empty field
     if case == "wrong types":  # a problem or more per pod: the first ten and a count
         message, _, fields = error.partition(" errors=")
         assert message.count("state.pods[") == 10 and fields.count("state.pods[") == 10

@@ -393,3 +393,110 @@ def test_a_comparison_names_the_defaults_as_such(capsys: pytest.CaptureFixture[s
     )
     assert code == EXIT_STEPS, err
     assert f"  OLD: {old}\n  NEW: the policy's defaults\n" in out
+
+
+@pytest.mark.parametrize(
+    ("body", "twice", "reason"),
+    [
+        ("def register_policies(registry):\n    raise RuntimeError('boom')\n", False, "boom"),
+        (
+            "from nrirp.domain.policies import TemplatePolicy\n"
+            "class Copy(TemplatePolicy):\n    pass\n"
+            "def register_policies(registry):\n    registry.register(Copy)\n",
+            False,
+            "policy 'template' is already registered",
+        ),
+        (
+            "from nrirp.domain.policies import TemplatePolicy\n"
+            "class Mine(TemplatePolicy):\n    name = 'mine'\n"
+            "def register_policies(registry):\n    registry.register(Mine)\n",
+            True,
+            "policy 'mine' is already registered",
+        ),
+    ],
+)
+def test_a_failing_register_policies_exits_2_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, body: str, twice: bool, reason: str
+) -> None:
+    module = tmp_path / "mod.py"
+    module.write_text(body)
+    modules = ["--policy-module", str(module)] * (2 if twice else 1)
+    code, out, err = run(capsys, "--policy", "template", *modules, "--workload", TEMPLATE_WORKLOAD)
+    assert code == EXIT_INPUT and out == ""
+    assert (
+        err
+        == f"nrirp simulate: policy module {str(module)!r}: register_policies failed: {reason}\n"
+    )
+
+
+def test_pictures_and_compare_are_refused_together(capsys: pytest.CaptureFixture[str]) -> None:
+    for flag in ("--svg", "--html"):
+        code, out, err = run(
+            capsys,
+            *("--machine", "box-16", "--policy", "template", "--workload", TEMPLATE_WORKLOAD),
+            *("--compare", TEMPLATE_WORKLOAD, flag, "pictures"),
+        )
+        assert (code, out) == (EXIT_INPUT, "")
+        assert err == "nrirp simulate: --svg and --html draw one replay: not with --compare\n"
+
+
+@pytest.mark.parametrize(
+    ("flag", "path", "message"),
+    [
+        ("--svg", "{tmp}/file/svgs", "--svg {tmp}/file/svgs: {tmp}/file is not a directory"),
+        ("--svg", "/proc/nrirp/svgs", "--svg /proc/nrirp/svgs: cannot write in /proc: "),
+        ("--html", "{tmp}/no/page.html", "--html {tmp}/no/page.html: no directory {tmp}/no"),
+        ("--html", "{tmp}", "--html {tmp}: is a directory"),
+        ("--html", "/proc/page.html", "--html /proc/page.html: cannot write in /proc: "),
+    ],
+)
+def test_picture_paths_are_checked_before_the_replay(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flag: str, path: str, message: str
+) -> None:
+    (tmp_path / "file").write_text("")
+    code, out, err = run(
+        capsys,
+        *("--machine", "box-16", "--policy", "template", "--workload", TEMPLATE_WORKLOAD),
+        *(flag, path.format(tmp=tmp_path)),
+    )
+    assert (code, out) == (EXIT_INPUT, "")  # refused before the replay: nothing printed
+    expected = f"nrirp simulate: cannot write the pictures: {message.format(tmp=tmp_path)}"
+    assert err.startswith(expected)
+    assert err.count("\n") == 1
+
+
+def test_a_directory_for_the_svg_files_is_created_with_its_parents(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run(
+        capsys,
+        *("--machine", "box-16", "--policy", "template", "--workload", TEMPLATE_WORKLOAD),
+        *("--svg", str(tmp_path / "a" / "b")),
+    )
+    assert code == EXIT_OK, err
+    assert (tmp_path / "a" / "b" / "step-001.svg").is_file()
+
+
+def test_every_step_on_a_plain_workload_says_it_changes_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ("--machine", "box-16", "--policy", "template", "--workload", TEMPLATE_WORKLOAD)
+    code, out, err = run(capsys, *argv, "--every-step")
+    assert code == EXIT_OK
+    assert err == (
+        f"nrirp simulate: note: --every-step changes nothing: {TEMPLATE_WORKLOAD} is not a "
+        "recording, every step is shown\n"
+    )
+    assert run(capsys, *argv)[1] == out
+
+
+def test_a_memory_type_for_an_unknown_node_names_the_machine(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ("--machine", "box-16", "--policy", "template", "--workload", TEMPLATE_WORKLOAD)
+    code, out, err = run(capsys, *argv, "--memory-type", "9=pmem")
+    assert (code, out) == (EXIT_HARDWARE, "")
+    assert err == (
+        "nrirp simulate: hardware discovery failed: "
+        "machine box-16: memory type configured for unknown NUMA nodes [9]\n"
+    )

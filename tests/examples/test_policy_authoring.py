@@ -50,3 +50,15 @@ def test_the_examples_workload_replays_as_expected(capsys: pytest.CaptureFixture
     out = capsys.readouterr().out
     assert code == 0, out
     assert out.count("expect: ") == 4 and "EXPECT FAILED" not in out
+    # each decision gives its real reason: kube-system's node is the system node
+    assert "(node 0: the system node, for namespace kube-system)" in out
+    assert "(node 1: the least loaded allowed node)" in out
+
+
+def test_the_docstring_loads_the_example_for_nrirp_run_as_it_can() -> None:
+    doc = (EXAMPLE / "node_pin.py").read_text().split('"""')[1]
+    assert "``NRIRP_POLICY_MODULES=examples/policy_authoring/node_pin.py``" in doc
+    assert "(``nrirp run``, which has no ``--policy-module``)" in doc
+    with pytest.raises(SystemExit) as info:  # indeed it has none
+        main(["run", "--policy", "node-pin", "--policy-module", "node_pin.py"])
+    assert info.value.code == 2

@@ -94,6 +94,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+_SIMULATION_FLAGS = {
+    "step": "--step",
+    "policy": "--policy",
+    "config": "--config",
+    "policy_module": "--policy-module",
+    "nri_version": "--nri-version",
+    "machine": "--machine",
+    "sysfs_root": "--sysfs-root",
+    "procfs_root": "--procfs-root",
+    "memory_type": "--memory-type",
+}
+"""The options of a simulate run (``dest``: flag), meaningless without ``--workload``."""
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         if args.workload:
@@ -102,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
             configure_logging(args.log_level, "text")
             document, context = _simulated(args)
         else:
+            _no_simulation_flags(args)
             document, context = _asked(args)
     except _Exit as exit_:
         print(f"nrirp explain: {exit_}", file=sys.stderr)
@@ -129,6 +144,21 @@ class _Exit(Exception):
 
 
 # ---------------------------------------------------------------------------- a daemon
+def _no_simulation_flags(args: argparse.Namespace) -> None:
+    """Refuse the options of a simulate run given to ask a daemon (they would be ignored)."""
+    given = [
+        flag
+        for dest, flag in _SIMULATION_FLAGS.items()
+        if getattr(args, dest, None) not in (None, [])  # --step 0 is given
+    ]
+    if given:
+        raise _Exit(
+            EXIT_INPUT,
+            f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} --workload "
+            "(a daemon is asked about its state now)",
+        )
+
+
 def _asked(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     from nrirp.app.commands.common.daemon_client import fetch_http, fetch_socket, socket_path
 

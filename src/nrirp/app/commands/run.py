@@ -26,6 +26,7 @@ from nrirp.app.commands.common.parsing import (
     add_command_parser,
     add_log_level_argument,
     add_policy_argument,
+    non_negative_seconds,
 )
 from nrirp.app.commands.common.recording import add_record_arguments
 
@@ -116,23 +117,28 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--config-poll-interval",
         metavar="SECONDS",
-        type=float,
+        type=non_negative_seconds,
         default=1.0,
         help="how often to check the config file for changes; 0 disables (default: 1)",
     )
     parser.add_argument(
         "--http-endpoint",
         metavar="[HOST]:PORT",
+        type=_http_endpoint,
         default="",
-        help="serve /healthz, /readyz and /status (and /metrics when the configuration exports "
-        "them) here from the start, e.g. ':8891', whatever the configuration; its "
-        "instrumentation.httpEndpoint, when set, takes over (default: only that)",
+        help="serve /healthz, /readyz, /status and /explain (and /metrics when the "
+        "configuration exports them) here from the start, e.g. ':8891', whatever the "
+        "configuration; its instrumentation.httpEndpoint, when set, takes over (default: only "
+        "that)",
     )
     add_agent_arguments(parser)
     add_record_arguments(parser)
     add_log_level_argument(parser, "info", "level of the daemon's log, on stderr")
     parser.add_argument(
-        "--log-format", default="text", choices=["text", "json"], help="(default: %(default)s)"
+        "--log-format",
+        default="text",
+        choices=["text", "json"],
+        help="text (key=value) or json (one object per line) (default: %(default)s)",
     )
     return parser
 
@@ -146,6 +152,20 @@ def run(args: argparse.Namespace) -> int:
     except Exception:
         log.exception("nrirp run failed")
         return EXIT_FAILURE
+
+
+def _http_endpoint(text: str) -> str:
+    """``[HOST]:PORT`` checked as the HTTP server will read it ('': none; the server's module
+    is imported only for an endpoint)."""
+    if not text:
+        return text
+    from nrirp.adapters.http.server import parse_endpoint
+
+    try:
+        parse_endpoint(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _host_controls(text: str) -> list[str]:
@@ -321,13 +341,16 @@ _PROBLEM_CHARS = 200
 
 
 def _log_state_error(exc: Exception, path: str) -> None:
-    """One line: the reason, then at most a few problems (each cut short) and how many more."""
+    """One line: the reason, then at most a few problems (each cut short) and how many more,
+    naming the state file unless the reason does; the problems also as the ``errors`` field."""
     headline, *rest = str(exc).splitlines() or [""]
     problems = [_cut(line.strip()) for line in rest if line.strip()]
     shown = problems[:_SHOWN_PROBLEMS]
     more = len(problems) - len(shown)
     text = "; ".join([_cut(headline), *shown]) + (f"; ... and {more} more" if more else "")
-    log.error("%s (state file %s)", text, path, extra={"fields": {"errors": shown}})
+    if path not in text:
+        text += f" (state file {path})"
+    log.error("%s", text, extra={"fields": {"errors": shown}} if shown else None)
 
 
 def _cut(text: str) -> str:

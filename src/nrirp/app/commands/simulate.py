@@ -135,8 +135,17 @@ def _simulate(args: argparse.Namespace) -> int:
 
     from nrirp.app.simulator.from_recording import ending
 
+    if args.compare and (args.svg or args.html):
+        raise _Exit(EXIT_INPUT, "--svg and --html draw one replay: not with --compare")
+    _check_picture_paths(args)
     workload = _workload(args.workload)
     recording = workload.recording
+    if args.every_step and recording is None:
+        print(
+            f"nrirp simulate: note: --every-step changes nothing: {args.workload} is not a "
+            "recording, every step is shown",
+            file=sys.stderr,
+        )
     policy = args.policy or (recording.policy if recording is not None else None)
     if not policy:
         raise _Exit(EXIT_INPUT, "--policy is required (unless the workload is a recording)")
@@ -167,8 +176,54 @@ def _simulate(args: argparse.Namespace) -> int:
         try:
             _draw(args, result, hardware.discover())
         except OSError as exc:
-            return _fail(EXIT_INPUT, f"cannot write the pictures: {exc}")
+            return _fail(EXIT_INPUT, f"{_PICTURES}: {exc}")
     return EXIT_STEPS if result.unexpected else EXIT_OK
+
+
+_PICTURES = "cannot write the pictures"
+
+
+def _check_picture_paths(args: argparse.Namespace) -> None:
+    """Refuse a ``--svg`` directory or an ``--html`` file that cannot be written, before the
+    replay. Nothing is created: a directory to be created is tried in its nearest existing
+    parent, with a temporary file (``os.access`` would pass root on a read-only file system)."""
+    import os
+
+    if args.svg:
+        existing = os.path.abspath(args.svg)
+        while not os.path.lexists(existing):  # the directory and its parents to be created
+            existing = os.path.dirname(existing)
+        if not os.path.isdir(existing):
+            raise _Exit(EXIT_INPUT, f"{_PICTURES}: --svg {args.svg}: {existing} is not a directory")
+        _try_writing(f"--svg {args.svg}", existing)
+    if args.html:
+        parent = os.path.dirname(os.path.abspath(args.html))
+        if os.path.isdir(args.html):
+            raise _Exit(EXIT_INPUT, f"{_PICTURES}: --html {args.html}: is a directory")
+        if not os.path.isdir(parent):
+            raise _Exit(EXIT_INPUT, f"{_PICTURES}: --html {args.html}: no directory {parent}")
+        if not os.path.lexists(args.html):
+            _try_writing(f"--html {args.html}", parent)
+            return
+        try:
+            with open(args.html, "a", encoding="utf-8"):
+                pass  # opened for writing, not changed
+        except OSError as exc:
+            raise _Exit(
+                EXIT_INPUT, f"{_PICTURES}: --html {args.html}: {exc.strerror or exc}"
+            ) from None
+
+
+def _try_writing(flag: str, directory: str) -> None:
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".nrirp-probe-"):
+            pass
+    except OSError as exc:
+        raise _Exit(
+            EXIT_INPUT, f"{_PICTURES}: {flag}: cannot write in {directory}: {exc.strerror or exc}"
+        ) from None
 
 
 def _workload(path: str) -> Any:
@@ -196,6 +251,7 @@ def _hardware(args: argparse.Namespace, workload: Any) -> tuple[Any, str]:
     from nrirp.adapters.fakehw import MachineSpecError, UnknownMachineError
     from nrirp.app.commands.common.hardware_source import hardware_from_args
     from nrirp.app.simulator.from_recording import is_recording, recorded_machine
+    from nrirp.domain.ports.hardware import HardwareDiscoveryError
 
     overrides = dict(args.memory_type)
     try:
@@ -212,6 +268,8 @@ def _hardware(args: argparse.Namespace, workload: Any) -> tuple[Any, str]:
         return discovery
     except (MachineSpecError, UnknownMachineError) as exc:
         raise _Exit(EXIT_HARDWARE, str(exc)) from None
+    except HardwareDiscoveryError as exc:
+        raise _Exit(EXIT_HARDWARE, f"hardware discovery failed: {exc}") from None
 
 
 def _replay(

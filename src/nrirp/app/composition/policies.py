@@ -44,7 +44,12 @@ def make_policy_registry(modules: Sequence[str] | None = None) -> PolicyRegistry
             raise PolicyModuleError(
                 f"policy module {entry!r} has no register_policies(registry) function"
             )
-        register(registry)
+        try:
+            register(registry)
+        except Exception as exc:
+            raise PolicyModuleError(
+                f"policy module {entry!r}: register_policies failed: {exc}"
+            ) from exc
     return registry
 
 

@@ -18,7 +18,12 @@ from nrirp.domain.policy import (
     PolicyEvent,
     TopologyZone,
 )
-from nrirp.domain.policy.explanation import Explanation, Subject, nothing_decided
+from nrirp.domain.policy.explanation import (
+    Explanation,
+    Subject,
+    not_explained,
+    nothing_decided,
+)
 
 
 class TemplatePolicy:
@@ -66,7 +71,10 @@ class TemplatePolicy:
 
     def explain(self, subject: Subject) -> Explanation:
         """Nothing to explain: no decision is made (a real policy says why a container is
-        where it is: ``domain/policy/explanation.py``)."""
+        where it is: ``domain/policy/explanation.py``). A subclass that does not override
+        this decides things it does not explain: it gets the "does not explain" answer."""
+        if type(self) is not TemplatePolicy:
+            return not_explained(self.name, subject)
         return nothing_decided(
             self.name,
             subject,

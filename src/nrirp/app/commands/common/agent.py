@@ -11,6 +11,8 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+from nrirp.app.commands.common.parsing import non_negative_seconds
+
 if TYPE_CHECKING:
     from nrirp.adapters.kubernetes import NodeAgent
     from nrirp.app.composition.reloads import ConfigReloads
@@ -49,7 +51,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--topology-update-interval",
         metavar="SECONDS",
-        type=float,
+        type=non_negative_seconds,
         default=1.0,
         help="least time between two NodeResourceTopology writes (default: %(default)s)",
     )
@@ -87,8 +89,6 @@ def agent_settings(args: argparse.Namespace, registry: PolicyRegistry) -> dict[s
         kind = None
     elif kind is None:
         log.info("node agent: policy %s has no custom-resource kind", args.policy)
-    if args.topology_update_interval < 0:
-        raise AgentSettingsError("--topology-update-interval must not be negative")
     return {
         "node": node,
         "kubeconfig": args.kubeconfig,

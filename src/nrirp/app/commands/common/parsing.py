@@ -37,3 +37,16 @@ def add_log_level_argument(parser: argparse.ArgumentParser, default: str, where:
         choices=LOG_LEVELS,
         help=f"{where} (default: %(default)s)",
     )
+
+
+def non_negative_seconds(text: str) -> float:
+    """An argparse ``type``: a finite number of seconds, ``0`` or more."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more seconds, got {text!r}")
+    return value
