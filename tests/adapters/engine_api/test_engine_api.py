@@ -302,6 +302,36 @@ def test_abandoned_take_updates_free_the_server_threads(
     assert [u.container_id for u in client.take_updates(wait=5)] == [be.id]
 
 
+def test_live_polls_leave_a_thread_for_other_calls(
+    served: tuple[EngineClient, Engine, str],
+) -> None:
+    """Polls still waiting hold at most all but one of the server's 4 threads: a fourth
+    poll answers at once with what is queued, and other calls are served meanwhile."""
+    import threading
+
+    _, _, path = served
+    ended: list[float] = []
+
+    def poll() -> None:
+        with EngineClient(path, timeout=30) as waiting:
+            waiting.take_updates(wait=3)
+            ended.append(time.monotonic())
+
+    started = time.monotonic()
+    polls = [threading.Thread(target=poll) for _ in range(3)]
+    for thread in polls:
+        thread.start()
+    time.sleep(0.5)  # the three wait on the server
+    with EngineClient(path, timeout=5) as fourth:
+        assert fourth.take_updates(wait=3) == []  # not waiting: the last free thread
+    with EngineClient(path, timeout=5) as other:
+        assert other.describe()[0] == "topology-aware"
+    assert time.monotonic() - started < 2.5  # neither call waited for the polls
+    for thread in polls:
+        thread.join(10)
+    assert len(ended) == 3 and min(ended) - started >= 2.5  # those three waited their time
+
+
 def test_the_hand_written_client_speaks_to_grpcio(
     served: tuple[EngineClient, Engine, str],
 ) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, Protocol, TypeVar
 
@@ -110,6 +111,12 @@ class EngineService:
         self.explanation_document = explanation_document
         self.registry = registry
         self.updates = updates
+        self.max_waiting = 3
+        """``TakeUpdates`` calls that may wait at once; one more is answered at once with
+        what is queued (the server's threads must stay free for other calls: the server
+        sets it to one less than its threads)."""
+        self._waiting = 0
+        self._waiting_lock = threading.Lock()
         self.writer = writer
         self.v01 = v01
 
@@ -269,12 +276,22 @@ class EngineService:
         """Waits for updates while the call lasts: a client that gave up (its deadline, a
         cancellation, a closed connection) frees the server's thread within
         ``updates.GIVEN_UP_LOOK_SECONDS`` (the server has a few threads: polls left waiting
-        used to hold them all and stop every other call)."""
+        used to hold them all and stop every other call). Beyond :attr:`max_waiting` polls
+        waiting at once, a poll does not wait: it gets what is queued, maybe nothing."""
         wait = min(max(0.0, request.wait_seconds), MAX_WAIT_SECONDS)
-        if context is None:
-            return tr.updates_to_pb(self.updates.take(wait))
-        active = context.is_active
-        return tr.updates_to_pb(self.updates.take(wait, lambda: not active()))
+        with self._waiting_lock:
+            if wait > 0 and self._waiting >= self.max_waiting:
+                wait = 0.0  # every thread but one is held by waiting polls: do not wait
+            waits = wait > 0
+            self._waiting += waits
+        try:
+            if context is None:
+                return tr.updates_to_pb(self.updates.take(wait))
+            active = context.is_active
+            return tr.updates_to_pb(self.updates.take(wait, lambda: not active()))
+        finally:
+            with self._waiting_lock:
+                self._waiting -= waits
 
     # ------------------------------------------------------------------ NriV01
     def invoke_v01(self, request: pb.NriV01Request) -> pb.NriV01Reply:

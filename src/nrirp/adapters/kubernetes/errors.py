@@ -45,7 +45,9 @@ class Forbidden(ApiFailure):
         """One line for the log naming the verb and resource the RBAC rules must allow."""
         return (
             f"RBAC denied: the agent may not {self.verb} {self.resource} "
-            f"(grant it in the agent's ClusterRole, see docs/kubernetes.md): {self.message}"
+            "(grant it in the agent's RBAC: its ClusterRole for nodes and node resource "
+            "topologies, its Role in the config namespace for configurations; see "
+            f"docs/kubernetes.md): {self.message}"
         )
 
 

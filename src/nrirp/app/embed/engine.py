@@ -33,6 +33,7 @@ from typing import Any, TypeVar, cast
 from dependency_injector import providers
 
 from nrirp.adapters.documents import load_policy_config
+from nrirp.app.embed.checks import check_all, check_container, check_pod, check_resources
 from nrirp.app.embed.composition import EmbeddedContainer
 from nrirp.app.embed.machines import hints_without_host, named_machine
 from nrirp.domain.config import ConfigError, PolicyConfig, SpecRegistration
@@ -276,10 +277,15 @@ class Engine:
     # ------------------------------------------------------------------ hooks
     def synchronize(self, pods: Sequence[Pod], containers: Sequence[Container]) -> list[Update]:
         """Everything the runtime runs (at start and after a reconnect): containers gone are
-        released, new ones allocated, survivors keep their resources."""
+        released, new ones allocated, survivors keep their resources.
+
+        The hooks raise ``ValueError`` for resources no runtime reports (a negative CPU
+        shares, period, realtime period or hugepage limit), naming the field."""
+        check_all(pods, containers)
         return self.manager.synchronize(pods, containers)
 
     def run_pod_sandbox(self, pod: Pod) -> None:
+        check_pod(pod)
         self.manager.run_pod(pod)
 
     def stop_pod_sandbox(self, pod: Pod) -> None:
@@ -292,6 +298,8 @@ class Engine:
         """The adjustment for the container being created (``result.adjustment``) and updates
         for other containers (``result.updates``). Raises ``OperationFailedError`` when the
         policy refuses it; fail the creation with ``error.reason`` then."""
+        check_pod(pod)
+        check_container(container)
         return self.manager.create_container(pod, container)
 
     def post_create_container(self, pod: Pod, container: Container) -> None:
@@ -309,6 +317,7 @@ class Engine:
     ) -> list[Update]:
         """The container's resources are being changed to ``resources``; the updates may
         include one for this container that amends the change."""
+        check_resources(resources, f"container {container.name or container.id}.resources")
         return self.manager.update_container(pod, container, resources)
 
     def post_update_container(self, pod: Pod, container: Container) -> None:
