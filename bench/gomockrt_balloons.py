@@ -22,7 +22,8 @@ nodes, and the reserved CPU used by none of them.
 
 Prints per variant CreateContainer p50/p99 of both plugins (medians across rounds) and the
 ratio daemon/stub of the p50s; exits 1 if a ratio is above ``--max-ratio`` (default 4) or a
-cpuset check fails.
+cpuset check fails. ``--probe`` runs the daemon under ``bench/tail_probe.py`` (as
+``gomockrt_topology_aware.py --probe``; ``tail_probe.py --summary FILE``).
 """
 
 from __future__ import annotations
@@ -103,6 +104,9 @@ def main() -> int:
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--max-ratio", type=float, default=4.0, help="fail above this ratio")
     parser.add_argument("--workdir", type=Path, help="keep every output here")
+    parser.add_argument(
+        "--probe", action="store_true", help="run the daemon under tail_probe.py (slower)"
+    )
     args = parser.parse_args()
 
     bindir = build() / "bin"
@@ -133,7 +137,15 @@ def main() -> int:
             daemon_log = workdir / f"nrirp-{label}.log"
             commands = {
                 "stub": f"{shlex.quote(str(bindir / 'nristub'))} -socket %s",
-                "daemon": daemon_command("balloons", tree, config, state, cgroup_root, daemon_log),
+                "daemon": daemon_command(
+                    "balloons",
+                    tree,
+                    config,
+                    state,
+                    cgroup_root,
+                    daemon_log,
+                    workdir / f"probe-{label}.json" if args.probe else None,
+                ),
             }
             for plugin, command in commands.items():
                 run, stdout = nrimockrt_run(
