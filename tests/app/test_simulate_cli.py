@@ -227,7 +227,7 @@ def test_a_check_that_does_not_hold_exits_1_with_the_difference(
     assert code == EXIT_STEPS
     assert "  EXPECT FAILED: 1 of 2 checks\n" in out
     assert "    [1] container default/p/c cpus: not restricted (all), expected 0-3\n" in out
-    assert out.rstrip().endswith("1 steps: 0 failed; 1 not as expected (step 1)")
+    assert out.rstrip().endswith("1 step: 0 failed; 1 not as expected (step 1)")
     workload.write_text(SMALL + "  expect: [{container: p/c, state: running}]\n")
     code, out, _ = run(capsys, *argv)
     assert code == EXIT_OK and "  expect: 1 check held\n" in out

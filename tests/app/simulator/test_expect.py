@@ -110,7 +110,7 @@ def test_a_check_that_does_not_hold_fails_the_step_with_a_diff() -> None:
     table = replay_table(result)
     assert "EXPECT FAILED: 7 of 7 checks" in table
     assert "    [1] container default/db/postgres cpus: expected 0-1, got 4-5" in table
-    assert table.rstrip().endswith("1 steps: 0 failed; 1 not as expected (step 1)")
+    assert table.rstrip().endswith("1 step: 0 failed; 1 not as expected (step 1)")
     doc = replay_document(result)["steps"][0]
     assert doc["checks"][0] == {
         "number": 1,

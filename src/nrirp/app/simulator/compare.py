@@ -163,7 +163,8 @@ def comparison_table(comparison: Comparison) -> str:
     moved = comparison.moved
     lines = [
         f"Workload {new.workload}" + (f": {new.description}" if new.description else ""),
-        f"Policy {new.policy} on {new.hardware}; {len(new.steps)} steps replayed twice",
+        f"Policy {new.policy} on {new.hardware}; {len(new.steps)} "
+        f"{'step' if len(new.steps) == 1 else 'steps'} replayed twice",
         f"  OLD: {_config(old)}",
         f"  NEW: {_config(new)}",
         "",
@@ -182,7 +183,8 @@ def comparison_table(comparison: Comparison) -> str:
             for row in rows
         ]
     if comparison.steps:
-        lines += ["", f"{len(comparison.steps)} steps went otherwise:"]
+        went = "step went" if len(comparison.steps) == 1 else "steps went"
+        lines += ["", f"{len(comparison.steps)} {went} otherwise:"]
         for step in comparison.steps:
             lines.append(f"  step {step.number}: {step.description}")
             for name, errors in (("OLD", step.old_errors), ("NEW", step.new_errors)):

@@ -406,10 +406,15 @@ def _numbers(steps: Sequence[StepResult]) -> str:
     return f"{word} " + ", ".join(str(s.number) for s in steps)
 
 
+def _count(number: int, noun: str) -> str:
+    """``1 step``, ``2 steps``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 def summary_line(result: ReplayResult) -> str:
     """``11 steps: 3 failed (steps 4, 7, 8); all as expected``."""
     failed, unexpected = result.failed, result.unexpected
-    text = f"{len(result.steps)} steps: {len(failed)} failed"
+    text = f"{_count(len(result.steps), 'step')}: {len(failed)} failed"
     if failed:
         text += f" ({_numbers(failed)})"
     if unexpected:
