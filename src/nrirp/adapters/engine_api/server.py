@@ -68,7 +68,7 @@ class EngineApiServer:
         self.socket_path = socket_path
         self.service = service
         self._workers = workers
-        service.max_waiting = max(1, workers - 1)  # a thread stays free for other calls
+        service.max_waiting = max(0, workers - 1)  # a thread stays free for other calls
         self._server: grpc.Server | None = None
 
     def start(self) -> None:
