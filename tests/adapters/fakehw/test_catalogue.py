@@ -182,3 +182,14 @@ def test_l1_caches_are_per_core(discovered: dict[str, Machine]) -> None:
     m = discovered["server-4s-144"]
     l1d = m.cache_of(0, 1, CacheType.DATA)
     assert l1d is not None and l1d.cpus == m.thread_siblings(0)
+
+
+def test_a_fake_machine_inconsistency_is_named_by_the_machine_not_its_scratch_tree() -> None:
+    from nrirp.domain.ports.hardware import HardwareDiscoveryError
+
+    fake = FakeHardwareDiscovery(load_machine("box-16"), {9: MemoryType.PMEM})
+    with pytest.raises(HardwareDiscoveryError) as failed:
+        fake.discover()
+    assert str(failed.value) == (
+        "machine box-16: memory type configured for unknown NUMA nodes [9]"
+    )

@@ -10,6 +10,7 @@ from nrirp.adapters.fakehw.layout import resolve
 from nrirp.adapters.fakehw.spec import MachineSpec
 from nrirp.adapters.fakehw.writer import write_procfs, write_sysfs
 from nrirp.adapters.sysfs import SysfsDiscovery
+from nrirp.domain.ports.hardware import HardwareDiscoveryError
 from nrirp.domain.topology import Machine, MemoryType
 
 
@@ -36,7 +37,17 @@ class FakeHardwareDiscovery:
         ) as root:
             write_sysfs(self.layout, root + "/sys")
             write_procfs(self.layout, root + "/proc")
-            return SysfsDiscovery(root + "/sys", self.memory_types, root + "/proc").discover()
+            try:
+                return SysfsDiscovery(root + "/sys", self.memory_types, root + "/proc").discover()
+            except HardwareDiscoveryError as exc:  # named by the machine, not the scratch tree
+                raise HardwareDiscoveryError(self._named(str(exc), root)) from None
+
+    def _named(self, message: str, root: str) -> str:
+        """``message`` about the scratch tree at ``root``, told of the machine instead."""
+        prefix = f"inconsistent hardware under {root}/sys"
+        if message.startswith(prefix):
+            return f"machine {self.spec.name}{message[len(prefix) :]}"
+        return message.replace(root, f"(machine {self.spec.name})")
 
 
 def scratch_dir() -> str | None:
