@@ -144,3 +144,19 @@ def test_an_empty_balloon_is_taken_before_a_new_one() -> None:
     _, a = rig.run("a", 500, namespace="app")
     _, b = rig.run("b", 500, namespace="app")
     assert (rig.where(a), rig.where(b)) == ("app[0]", "app[1]")
+
+
+def test_a_refusal_names_the_min_cpus_a_new_balloon_cannot_get() -> None:
+    # 15 CPUs are free, yet no balloon of minCPUs 20 can be made: the refusal says why
+    types = [{"name": "wide", "namespaces": ["x"], "minCPUs": 20}]
+    rig = make_rig(cfg=config(balloonTypes=types))
+    with pytest.raises(OperationFailedError, match=r"wide needs minCPUs \(20\) for a new balloon"):
+        rig.run("a", 1000, namespace="x")
+
+
+def test_a_refusal_names_the_max_cpus_below_the_request() -> None:
+    # a request above maxCPUs: a new balloon could never hold it (it is not kept)
+    types = [{"name": "small", "namespaces": ["x"], "maxCPUs": 2}]
+    rig = make_rig(cfg=config(balloonTypes=types))
+    with pytest.raises(OperationFailedError, match=r"small balloons have at most maxCPUs \(2\)"):
+        rig.run("a", 3000, namespace="x")

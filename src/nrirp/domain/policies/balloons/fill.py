@@ -169,7 +169,12 @@ def _why(engine: Engine, kind: BalloonKind, member: Member, plan: Plan) -> str:
     if balloons:
         best = max(engine.max_free(b, plan) for b in balloons)
         parts.append(f", the most a {kind.name} balloon could still give is {max(best, 0)}m")
+    free = plan.free.bit_count()
     if kind.max_balloons > 0 and len(balloons) >= kind.max_balloons:
         parts.append(f", {kind.name} has its maxBalloons ({kind.max_balloons})")
-    parts.append(f", {plan.free.bit_count()} CPUs free")
+    elif kind.min_cpus > free:
+        parts.append(f", {kind.name} needs minCPUs ({kind.min_cpus}) for a new balloon")
+    if 0 < kind.max_cpus * 1000 < member.request:
+        parts.append(f", {kind.name} balloons have at most maxCPUs ({kind.max_cpus})")
+    parts.append(f", {free} CPUs free")
     return "".join(parts)
