@@ -125,8 +125,7 @@ class BalloonType:
         return bool(self.components)
 
     def config_problems(self) -> Iterator[Issue]:
-        if not self.name:
-            yield at(self, "name", "invalid value '': a name is required")
+        # an empty name is the policy's to report (check_unique_names over balloonTypes)
         yield from check_range(self, "min_cpus", 0)
         if self.max_cpus < 0:
             yield at(

@@ -209,7 +209,7 @@ class Engine:
         try:
             self.plan_resize(plan, balloon, kind.min_cpus * 1000, container)
         except ResizeError as exc:
-            raise NoBalloon(f"cannot create a {kind.name} balloon: {exc}") from None
+            raise NoBalloon(f"cannot create a balloon of type {kind.name}: {exc}") from None
         plan.created = balloon
         return balloon
 
