@@ -271,3 +271,34 @@ def test_topology_document_shape() -> None:
         ],
         "attributes": [{"name": "shared cpuset", "value": "0-3"}],
     }
+
+
+def test_an_unexpected_error_while_following_is_retried_not_the_end(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A malformed answer (say, a watch line that is not JSON: lightkube raises ValueError)
+    must not end the agent's following for the daemon's lifetime."""
+
+    async def scenario() -> None:
+        cluster = FakeCluster()
+        cluster.add_node(NODE)
+        agent, recorder = make(cluster)
+        real_watch = cluster.watch_configs
+        failures = [ValueError("Expecting value: line 1 column 1 (char 0)")]
+
+        def watch(kind: str, namespace: str, version: str) -> Any:
+            if failures:
+                raise failures.pop()
+            return real_watch(kind, namespace, version)
+
+        cluster.watch_configs = watch  # type: ignore[method-assign]
+        await agent.start()
+        await until(lambda: not failures)
+        cluster.apply_config(cr("default"))
+        await until(lambda: recorder.names == ["default"])
+        await agent.stop()
+
+    with caplog.at_level(logging.INFO, "nrirp.agent"):
+        arun(scenario, timeout=30)
+    assert "task failed" not in caplog.text
+    assert f"{KIND} resources in kube-system: unexpected error" in caplog.text

@@ -174,3 +174,29 @@ def test_missing_topology_crd_is_said(tmp_path: Path, caplog: pytest.LogCaptureF
     finally:
         server.stop()
     assert "is the NodeResourceTopology CRD installed?" in caplog.text
+
+
+def test_missing_config_crd_is_said_not_taken_for_an_unreachable_server(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = FakeApiServer(install_crds=False).start()  # nodes only: no config.nri CRDs
+    server.add_node(NODE)
+
+    async def scenario() -> None:
+        agent, _ = agent_for(server, tmp_path)
+        await agent.start()
+        await until(lambda: server.count("GET", "balloonspolicies") >= 1)
+        await asyncio.sleep(0.1)
+        await agent.stop()
+
+    try:
+        with caplog.at_level(logging.INFO, "nrirp.agent"):
+            arun(scenario, timeout=60)
+    finally:
+        server.stop()
+    assert (
+        f"node agent: {KIND} resources in kube-system: 404 NotFound: the server could not find "
+        f"the requested resource (is the {KIND} CRD installed? kubectl apply -k deploy/crds); "
+        "the configuration in force stays"
+    ) in caplog.text
+    assert "cannot reach the API server" not in caplog.text

@@ -4,6 +4,7 @@ restore at shutdown, what a host lacks said once."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -353,3 +354,36 @@ def test_missing_interrupt_control_is_warned_at_start_not_at_every_reload() -> N
     assert warned == [
         "interrupt affinity is not applied: no interrupt control: /proc/irq is missing"
     ]
+
+
+def test_a_killed_daemons_changes_are_given_back_even_when_nothing_is_asked(
+    tmp_path: Path,
+) -> None:
+    """The originals journalled by a daemon killed without restoring come back at the next
+    start's first operation, also when its configuration has no classes and steers no
+    interrupts (balloons without them: the assignment asks nothing)."""
+    from nrirp.adapters.hostcontrol.cpufreq import SysfsCPUPower
+    from nrirp.adapters.hostcontrol.irq import ProcInterruptControl
+    from nrirp.domain.hostcontrol.interrupts import Affinities
+    from nrirp.domain.hostcontrol.power import CPUTarget, PowerTarget
+    from tests.adapters.hostcontrol.trees import host_tree, read
+
+    cpu_journal, irq_journal = str(tmp_path / "cpu.json"), str(tmp_path / "irq.json")
+    max_freq = "sys/devices/system/cpu/cpu3/cpufreq/scaling_max_freq"
+    irq40 = "proc/irq/40/smp_affinity_list"
+    with host_tree() as tree:
+        killed_power = SysfsCPUPower(tree.sysfs_root, cpu_journal)
+        killed_power.apply(PowerTarget(cpus={3: CPUTarget(max_khz=2_000_000)}))
+        killed_irqs = ProcInterruptControl(tree.procfs_root, irq_journal)
+        killed_irqs.apply(Affinities(irqs={40: CPUSet.parse("2-3")}))
+        assert (read(tree, max_freq), read(tree, irq40)) == ("2000000", "2-3")
+        h = start(
+            "balloons",
+            {},
+            power=SysfsCPUPower(tree.sysfs_root, cpu_journal),
+            irqs=ProcInterruptControl(tree.procfs_root, irq_journal),
+        )
+        h.run("a", 100)
+        assert (read(tree, max_freq), read(tree, irq40)) == ("4000000", "0-111")
+        h.manager.shutdown()
+        assert not Path(cpu_journal).exists() and not Path(irq_journal).exists()

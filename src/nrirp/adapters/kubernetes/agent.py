@@ -316,6 +316,7 @@ class NodeAgent:
             lambda rv: self.cluster.watch_configs(kind, self.namespace, rv),
             self._configs_listed,
             self._config_event,
+            missing=f"is the {kind} CRD installed? kubectl apply -k deploy/crds",
         )
 
     async def _follow(
@@ -325,9 +326,12 @@ class NodeAgent:
         watch_them: Callable[[str], AsyncGenerator[WatchEvent, None]],
         listed: Callable[[Sequence[JsonObject]], None],
         changed: Callable[[WatchEvent], None],
+        *,
+        missing: str | None = None,
     ) -> None:
         """List, then watch from the list's version for as long as the server allows; list
-        again after 410 Gone; back off and list again after any other failure."""
+        again after 410 Gone; back off and list again after any other failure (``missing``:
+        what to say when the server does not know the resource type, 404)."""
         attempt = 0
         while True:
             try:
@@ -350,6 +354,15 @@ class NodeAgent:
             except Forbidden as exc:
                 self.stats.failures += 1
                 log.error("node agent: %s: %s", what, exc.explain())
+            except NotFound as exc:  # the server answers: not "cannot reach"
+                self.stats.failures += 1
+                log.warning(
+                    "node agent: %s: %s (%s); %s stays",
+                    what,
+                    exc,
+                    missing or "the API server does not serve this resource",
+                    self._running_with(),
+                )
             except ClusterError as exc:
                 self.stats.failures += 1
                 log.warning(
@@ -358,6 +371,9 @@ class NodeAgent:
                     exc,
                     self._running_with(),
                 )
+            except Exception:  # a malformed answer, a client bug: keep following, with backoff
+                self.stats.failures += 1
+                log.exception("node agent: %s: unexpected error", what)
             delay = self.retry.delay(attempt)
             attempt += 1
             log.info("node agent: %s: retrying in %.1f s", what, delay)

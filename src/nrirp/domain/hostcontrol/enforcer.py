@@ -65,7 +65,9 @@ class HostEnforcer:
         self._irqs: tuple[Interrupt, ...] | None = None
         self._irq_problem: str | None = None
         self._irq_said: str | None = None  # the interrupt problem last warned about
-        self._applied: HostAssignment = NO_ASSIGNMENT
+        self._applied: HostAssignment | None = None
+        """The assignment applied last; ``None`` until the first, which is applied even when
+        it asks nothing (the ports then give back what a killed daemon left, journalled)."""
         self.power_target: PowerTarget = NO_TARGET
         self.affinities: Affinities = Affinities()
         self.resctrl_plan: ResctrlPlan | None = None
@@ -139,7 +141,8 @@ class HostEnforcer:
         policy = self._policy
         if policy is not None:
             assignment = policy.host_assignment()
-            if assignment is not self._applied and assignment != self._applied:
+            applied = self._applied
+            if applied is None or (assignment is not applied and assignment != applied):
                 self._apply(assignment)
         if self._exported and (changed or "" in self._exported.values()):
             self._refresh_exports(cache)
@@ -155,7 +158,7 @@ class HostEnforcer:
         for port, what in ports:
             if port is not None:
                 self._guard(f"restoring {what}", port.restore)
-        self._applied = NO_ASSIGNMENT
+        self._applied = None
         self.power_target = NO_TARGET
         self.affinities = Affinities()
         self.resctrl_plan = None
@@ -194,6 +197,7 @@ class HostEnforcer:
         return self._policy.host_assignment() if self._policy is not None else NO_ASSIGNMENT
 
     def _apply(self, assignment: HostAssignment) -> None:
+        first = self._applied is None
         self._applied = assignment
         machine, power, irq = self._machine, self._power, self._irq
         if power is not None and machine is not None:
@@ -204,12 +208,12 @@ class HostEnforcer:
                 machine,
                 assignment.turbo_domain,
             )
-            if target != self.power_target:
+            if first or target != self.power_target:
                 self.power_target = target
                 self._guard("CPU classes", lambda: power.apply(target))
         if irq is not None and self._irqs is not None:
             affinities = plan_affinities(assignment.interrupts, self._irqs)
-            if affinities != self.affinities:
+            if first or affinities != self.affinities:
                 self.affinities = affinities
                 self._guard("interrupt affinity", lambda: irq.apply(affinities))
 
