@@ -89,7 +89,7 @@ def test_burstable_without_memory_limit_prefers_the_most_memory_item_4() -> None
     assert stage.winner == pool_of(h, "default/b/c") == "root"
     assert stage.deciding is not None
     item = stage.deciding.item
-    assert item.number == 4 and item.name == "memory (Burstable without memory limit)"
+    assert item.number == 4 and item.name == "pool memory, bytes (Burstable without memory limit)"
     assert isinstance(item.value, int) and wins(item, item.value, stage.deciding.runner_up_value)
 
 

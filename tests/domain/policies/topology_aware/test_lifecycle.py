@@ -148,6 +148,28 @@ def test_memory_limits_from_available_and_reserved_memory() -> None:
         rig.run("b", "Guaranteed", cpu=1000, memory=3 * GiB)
 
 
+def test_memory_configs_leaving_no_memory_are_refused_at_start() -> None:
+    # box-16 has 16 GiB; the refusal names the memory the reservation is taken from
+    with pytest.raises(OperationFailedError, match=r"availableResources.memory 0 leaves no"):
+        make_rig("box-16", config(availableResources={"memory": "0"}))
+    with pytest.raises(
+        OperationFailedError,
+        match=r"reservedResources.memory 5Gi leaves no memory for containers "
+        r"\(of availableResources.memory 4Gi\)",
+    ):
+        make_rig(
+            "box-16",
+            config(
+                availableResources={"memory": "4Gi"},
+                reservedResources={"cpu": "750m", "memory": "5Gi"},
+            ),
+        )
+    with pytest.raises(OperationFailedError, match=r"\(of the machine's 16.0 GiB\)"):
+        make_rig("box-16", config(reservedResources={"cpu": "750m", "memory": "16Gi"}))
+    rig = make_rig("box-16", config(reservedResources={"cpu": "750m", "memory": "15Gi"}))
+    assert rig.alloc.resources.memory_limit == GiB
+
+
 def test_pin_cpu_and_pin_memory_off_decide_without_setting() -> None:
     rig = make_rig("box-16", config(pinCPU=False, pinMemory=False))
     _, ctr, result = rig.run("g", "Guaranteed", cpu=1000)

@@ -469,7 +469,7 @@ def _limit_item(burstable: bool, limit: int | None, value: float | None) -> Item
         return Item(4, "memory covers the Burstable memory limit", None, "true")
     if limit is None:
         capacity = None if value is None else int(-value)
-        return Item(4, "memory (Burstable without memory limit)", capacity, "higher")
+        return Item(4, "pool memory, bytes (Burstable without memory limit)", capacity, "higher")
     return Item(4, "memory covers the Burstable memory limit", _when(value, limit), "true")
 
 

@@ -8,6 +8,7 @@ from nrirp.domain.config.resources import CPUResource
 from nrirp.domain.config.topology_aware import TopologyAwarePolicySpec
 from nrirp.domain.cpuallocator import CPUAllocationError, CPUAllocator
 from nrirp.domain.cpuset import CPUSet
+from nrirp.domain.memalloc import human_bytes
 from nrirp.domain.policy import PolicyError
 from nrirp.domain.topology import Machine
 
@@ -38,18 +39,33 @@ def resolve_resources(
         raise PolicyError("availableResources.cpu leaves no CPU to manage")
     reserved = _reserved_cpus(machine, available, spec.reserved_resources.cpu, allocator)
     isolated = (machine.isolated & available) - reserved
+    return ManagedResources(available, reserved, isolated, _memory_limit(machine, spec))
+
+
+def _memory_limit(machine: Machine, spec: TopologyAwarePolicySpec) -> int | None:
+    """Bytes containers may be granted in total; refuses a config that leaves none."""
     total = sum(n.memory_bytes for n in machine.nodes.values())
-    limit: int | None = None
-    if spec.available_resources.memory is not None:
-        limit = min(total, spec.available_resources.memory.int_value())
-    if spec.reserved_resources.memory is not None:
-        limit = (total if limit is None else limit) - spec.reserved_resources.memory.int_value()
-        if limit < 0:
+    given, kept = spec.available_resources.memory, spec.reserved_resources.memory
+    if given is None and kept is None:
+        return None
+    limit = total if given is None else min(total, given.int_value())
+    if given is not None and limit <= 0:
+        raise PolicyError(
+            f"availableResources.memory {given} leaves no memory for containers "
+            f"(leave it out for all of the machine's {human_bytes(total)})"
+        )
+    if kept is not None:
+        of = (
+            f"the machine's {human_bytes(total)}"
+            if given is None or limit == total
+            else f"availableResources.memory {given}"
+        )
+        if kept.int_value() >= limit:
             raise PolicyError(
-                f"reservedResources.memory {spec.reserved_resources.memory} is more than the "
-                f"memory available ({total} bytes)"
+                f"reservedResources.memory {kept} leaves no memory for containers (of {of})"
             )
-    return ManagedResources(available, reserved, isolated, limit)
+        limit -= kept.int_value()
+    return limit
 
 
 def _available_cpus(online: CPUSet, cpu: CPUResource | None, allocator: CPUAllocator) -> CPUSet:
