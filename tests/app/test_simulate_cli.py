@@ -115,6 +115,7 @@ def test_json_document_schema(capsys: pytest.CaptureFixture[str]) -> None:
         "config_file",
         "hardware",
         "nri_version",
+        "start_notices",
         "steps",
         "summary",
     ]
@@ -500,3 +501,24 @@ def test_a_memory_type_for_an_unknown_node_names_the_machine(
         "nrirp simulate: hardware discovery failed: "
         "machine box-16: memory type configured for unknown NUMA nodes [9]\n"
     )
+
+
+def test_what_the_policy_says_at_the_start_is_shown_before_the_steps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "balloons.yaml"
+    config.write_text(
+        "reservedResources: {cpu: 750m}\nballoonTypes:\n- {name: a, cpuClass: nope2}\n"
+    )
+    args = ["simulate", "--machine", "box-16", "--policy", "balloons", "--config", str(config)]
+    args += ["--workload", "examples/workloads/template-box16.yaml"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    said = "notice (warning, policy): balloonTypes[0].cpuClass: 'nope2' names no CPU class"
+    assert f"\nAt the start:\n  {said}" in out
+    assert out.index("At the start:") < out.index("Step 1:")
+    assert said not in out[out.index("Step 1:") :]  # said once, not again at a step
+    assert main([*args, "--json"]) == 0
+    (notice,) = json.loads(capsys.readouterr().out)["start_notices"]
+    assert notice["source"] == "policy" and notice["severity"] == "warning"
+    assert "'nope2' names no CPU class" in notice["message"]

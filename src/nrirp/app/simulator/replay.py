@@ -66,7 +66,7 @@ from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import HostChange
 from nrirp.domain.pipeline import ResourceManager
 from nrirp.domain.policy import PolicyEvent
-from nrirp.domain.ports.decisions import Severity
+from nrirp.domain.ports.decisions import Notice, Severity
 from nrirp.domain.ports.state_store import StateStoreError
 from nrirp.simruntime import (
     ContainerState,
@@ -561,9 +561,16 @@ def replay_result(
     hardware: str,
     config_file: str | None,
 ) -> ReplayResult:
-    """Bundle the steps with the setting they ran in."""
+    """Bundle the steps with the setting they ran in, and what was said at the start."""
     machine = container.core.container.machine()
     manager = container.core.container.resource_manager()
+    log = container.adapters.container.decision_log()
+    start_notices: tuple[Notice, ...] = ()
+    if isinstance(log, RecordingDecisionLog):
+        # the steps took every notice from theirs on (a recording's leading synchronize
+        # takes those of the start too): what is left before them was said at the start
+        told = sum(len(step.notices) for step in steps)
+        start_notices = tuple(log.notices[: max(0, len(log.notices) - told)])
     return ReplayResult(
         policy=manager.policy.name,
         hardware=hardware,
@@ -574,4 +581,5 @@ def replay_result(
         description=workload.description,
         config_file=config_file,
         steps=tuple(steps),
+        start_notices=start_notices,
     )

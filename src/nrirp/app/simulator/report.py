@@ -215,6 +215,7 @@ def replay_document(result: ReplayResult) -> dict[str, Any]:
             "nodes": str(result.nodes),
         },
         "nri_version": result.nri_version,
+        "start_notices": [_notice(n) for n in result.start_notices],
         "steps": [step_document(s) for s in result.steps],
         "summary": {
             "steps": len(result.steps),
@@ -393,6 +394,11 @@ def replay_table(result: ReplayResult) -> str:
         f"Columns: {NOT_RESTRICTED} = not restricted or not set; + new, * changed since the "
         "previous step, ! the runtime does not hold what the policy decided",
     ]
+    if result.start_notices:
+        lines += ["", "At the start:"]
+        lines += [
+            f"  notice ({n.severity.value}, {n.source}): {n.message}" for n in result.start_notices
+        ]
     for step in result.steps:
         lines.append("")
         lines += step_lines(step)

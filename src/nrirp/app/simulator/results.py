@@ -187,6 +187,9 @@ class ReplayResult:
     description: str
     config_file: str | None
     steps: tuple[StepResult, ...]
+    start_notices: tuple[Notice, ...] = ()
+    """What the policy and the host said when they started with the configuration, before
+    the first step (warnings about settings that cannot apply here, say)."""
 
     @property
     def failed(self) -> tuple[StepResult, ...]:
