@@ -69,3 +69,25 @@ def test_no_cluster_without_cluster_steps_and_topology_exported() -> None:
     assert nrt is not None and nrt["topologyPolicies"] == ["topology-aware"]
     zones = nrt["zones"]
     assert isinstance(zones, list) and {z["type"] for z in zones} >= {"socket", "numa node"}
+
+
+def test_a_failure_already_in_force_is_not_a_later_steps_refusal() -> None:
+    workload = parse_workload(
+        """
+- applyConfig:
+    config:
+      apiVersion: config.nri/v1alpha1
+      kind: BalloonsPolicy
+      metadata: {name: default, namespace: kube-system}
+      spec: {reservedResources: {cpu: 750m}, bogus: 1}
+  expectError: "spec.bogus: unknown field"
+- labelNode: {key: example.com/unrelated, value: x}
+- createPod: {name: p, containers: [{name: c, resources: {requests: {cpu: 1}}}]}
+- labelNode: {key: example.com/unrelated, value: y}
+"""
+    )
+    container = build_simulator("balloons", machine="box-16")
+    container.core.container.resource_manager().start()
+    steps = asyncio.run(replay(container, workload))
+    assert "spec.bogus: unknown field" in steps[0].errors
+    assert [s.errors for s in steps[1:]] == [(), (), ()]  # the labels changed nothing

@@ -62,7 +62,9 @@ class SimulatedCluster:
         await self.agent.stop()
 
     async def perform(self, action: ClusterAction) -> list[str]:
-        """Change the cluster, wait for the agent; the errors of a refused configuration."""
+        """Change the cluster, wait for the agent; the errors of a configuration the step had
+        refused (a failure the resource in force already had is not this step's)."""
+        before = self._status()
         if isinstance(action, ApplyConfig):
             self.cluster.apply_config(self._document(action), NAMESPACE)
         elif isinstance(action, DeleteConfig):
@@ -73,7 +75,7 @@ class SimulatedCluster:
         else:
             self.cluster.label_node(NODE, action.key, action.value)
         await self.settle()
-        return self._refusal()
+        return self._refusal(before)
 
     async def settle(self) -> None:
         """Until the agent has handled every event and written what it had to."""
@@ -103,11 +105,20 @@ class SimulatedCluster:
             raise ValueError("applyConfig: the resource must be a mapping")
         return source
 
-    def _refusal(self) -> list[str]:
+    def _status(self) -> tuple[str, str, dict[str, Any]] | None:
+        """The resource in force and this node's status in it (a copy), if any."""
         choice = self.agent.in_force
         if choice is None or self.kind is None:
+            return None
+        status = self.cluster.node_status(self.kind, choice.name, NODE, choice.namespace)
+        return choice.namespace, choice.name, dict(status or {})
+
+    def _refusal(self, before: tuple[str, str, dict[str, Any]] | None) -> list[str]:
+        now = self._status()
+        choice = self.agent.in_force
+        if now is None or choice is None or now == before:
             return []
-        status = self.cluster.node_status(self.kind, choice.name, NODE, choice.namespace) or {}
+        status = now[2]
         if status.get("status") != "Failure":
             return []
         errors = [str(e) for e in status.get("errors") or ()]
