@@ -221,3 +221,12 @@ def test_duplicate_and_empty_type_names() -> None:
         ("balloonTypes[1].name", "invalid value 'a': duplicate name (also used by item 0)"),
         ("balloonTypes[2].name", "invalid value '': a name is required"),
     ]
+
+
+def test_an_unknown_field_close_to_a_known_one_names_it() -> None:
+    spec = RESERVED + "idleCpuClass: x\nballoonTypes: [{name: a, minCpus: 2, nope: 1}]\n"
+    assert problems("balloons", spec) == [
+        ("idleCpuClass", "unknown field (did you mean idleCPUClass?)"),
+        ("balloonTypes[0].minCpus", "unknown field (did you mean minCPUs?)"),
+        ("balloonTypes[0].nope", "unknown field"),
+    ]

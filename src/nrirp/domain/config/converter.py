@@ -11,6 +11,7 @@ value types may define ``from_config(value)`` / ``to_config()`` for their own te
 from __future__ import annotations
 
 import contextvars
+import difflib
 import enum
 import types
 import typing
@@ -36,7 +37,7 @@ from nrirp.domain.config.errors import (
     Path,
     quote,
 )
-from nrirp.domain.config.keys import field_aliases, field_key, key_of
+from nrirp.domain.config.keys import field_aliases, field_key, key_map, key_of
 from nrirp.domain.cpuset import CPUSet, CPUSetError
 
 T = TypeVar("T")
@@ -342,6 +343,21 @@ def _location(error: BaseException) -> AttributeValidationNote | IterableValidat
     return notes[-1] if notes else None
 
 
+def _did_you_mean(cls: type, key: str) -> str:
+    """`` (did you mean idleCPUClass?)`` for a key close to one of ``cls``'s (a case slip,
+    a misspelling), else nothing."""
+    try:
+        known = list(key_map(cls).values())
+    except (TypeError, attrs.exceptions.NotAnAttrsClassError):
+        return ""
+    folded = {k.lower(): k for k in known}
+    close = folded.get(key.lower())
+    if close is None:
+        found = difflib.get_close_matches(key.lower(), list(folded), n=1, cutoff=0.8)
+        close = folded[found[0]] if found else None
+    return f" (did you mean {close}?)" if close is not None and close != key else ""
+
+
 def issues_of(error: BaseException, path: Path = ()) -> Iterator[Issue]:
     """Flatten a structuring error into ``(path, message)`` issues with reference key names."""
     if isinstance(error, ClassValidationError):
@@ -349,7 +365,8 @@ def issues_of(error: BaseException, path: Path = ()) -> Iterator[Issue]:
             where = _location(sub)
             if isinstance(sub, ForbiddenExtraKeysError):
                 for key in sorted(sub.extra_fields, key=str):
-                    yield (*path, key if isinstance(key, str) else str(key)), "unknown field"
+                    name = key if isinstance(key, str) else str(key)
+                    yield (*path, name), "unknown field" + _did_you_mean(sub.cl, name)
             elif isinstance(where, AttributeValidationNote):
                 key = key_of(error.cl, where.name)
                 if isinstance(sub, KeyError):
