@@ -126,7 +126,7 @@ def test_the_worked_example_runs_and_prints_what_the_docs_show() -> None:
         "  update (sent later) nginx: cpus=6-15 mems=1-3",
         "  update (sent later) postgres: cpus=2-5 mems=0-1",
         "Reconfigure: a typo",
-        "  applied=False: reservedResources.cpus: unknown field",
+        "  applied=False: reservedResources.cpus: unknown field (did you mean cpu?)",
         "StopPodSandbox + RemovePodSandbox shop/db",
         "  update (sent later) nginx: cpus=2-15 mems=0-3",
         "Containers:",
@@ -268,7 +268,9 @@ def test_refusal_reconfiguration_and_updates_failed() -> None:
         lifecycle(engine, pod("b", guaranteed("big", 14, "1Gi"), namespace="prod"))
     assert "cannot give big 14 exclusive CPUs" in info.value.reason
     outcome = engine.reconfigure({"reservedResources": {"cpus": 1}})
-    assert not outcome.applied and outcome.reason == "reservedResources.cpus: unknown field"
+    assert not outcome.applied and outcome.reason == (
+        "reservedResources.cpus: unknown field (did you mean cpu?)"
+    )
     outcome = engine.reconfigure({"availableResources": {"cpu": "cpuset:0-1"}})
     assert not outcome.applied and "cannot give app 2 exclusive CPUs" in outcome.reason
     assert engine.config is not None

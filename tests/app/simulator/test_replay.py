@@ -144,7 +144,7 @@ def test_example_policy_workload_through_the_whole_nri_path() -> None:
     assert cpus(steps[5])["shop/frontend/nginx"] == "4-15"
     # a bad config and a refused one: the old one stays, nothing moves
     assert steps[6].errors == (
-        "reservedResources.cpus: unknown field",
+        "reservedResources.cpus: unknown field (did you mean cpu?)",
         "configuration not applied, the old one stays",
     )
     assert steps[7].errors[0].startswith("the policy refused the configuration: the new pool")
