@@ -266,7 +266,25 @@ def test_rdt_groups_are_laid_out_and_maintained() -> None:
         "topology-aware", {"reservedResources": {"cpu": "cpuset:0"}, "control": {"rdt": {}}}
     )
     assert h.manager.reconfigure(config).applied
-    assert h.resctrl.plan is None and h.resctrl.restored == 1
+    # RDT off: the groups go at the reconfiguration (cleared, tasks or not), not at the stop
+    assert h.resctrl.plan is None and (h.resctrl.cleared, h.resctrl.restored) == (1, 0)
+    assert h.manager.reconfigure(config).applied
+    assert h.resctrl.cleared == 1  # nothing more to clear
+
+
+def test_rdt_groups_holding_tasks_stay_at_shutdown_and_rdt_off_clears_at_start() -> None:
+    rdt = {"enable": True, "partitions": {"p": {"classes": {"gold": {}, "bronze": {}}}}}
+    info = ResctrlInfo(l3=CacheInfo(0x7FF, ids=(0, 1)))
+    resctrl = InMemoryResctrl(info)
+    h = start("topology-aware", {"control": {"rdt": rdt}}, resctrl=resctrl)
+    resctrl.tasks["gold"] = 1  # runc put a container's task there
+    h.manager.shutdown()
+    assert (resctrl.restored, resctrl.cleared, resctrl.kept) == (1, 0, {"gold"})
+    start("topology-aware", {"control": {"rdt": rdt}}, resctrl=resctrl)
+    assert resctrl.plan is not None and "gold" in resctrl.plan.groups and not resctrl.kept
+    # a daemon started without RDT removes what the previous one left, at its start
+    start("topology-aware", {}, resctrl=resctrl)
+    assert resctrl.plan is None and resctrl.cleared == 1
 
 
 def test_resources_sh_is_exported_to_containers_that_ask() -> None:

@@ -7,11 +7,18 @@
 it with its files when it is made (``mkdir``). Its schemata are written one line at a time so
 that a refused line is named. On a tree that is not resctrl (the fake host trees), a new
 group's ``schemata`` is created by the write and its files are removed before its directory.
+
+A group's ``tasks`` lists the tasks in it (runc writes a container's there when it creates
+it); removing a group moves them to the root group, so the groups of the configuration that
+hold tasks are left at shutdown and adopted by the next daemon (on a fake tree a group has no
+``tasks`` until a test writes one: empty).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import json
 import os
 
 from nrirp.adapters.hostcontrol.files import raise_problems, read_int, read_text, unwritable
@@ -20,14 +27,24 @@ from nrirp.domain.ports.host_control import HostControlError
 
 
 class ResctrlFs:
-    """resctrl groups under ``root``; remembers the groups it made and the schemata it
-    changed, to remove and put back."""
+    """resctrl groups under ``root``. The groups it owns (made, or found under a name the plan
+    gives, or named by the journal) and the root group's schemata before its first write are
+    kept in ``journal`` (a file in the daemon's state directory) as soon as they are known, so
+    that the next daemon, also after a SIGKILL, takes the groups over and can still put the
+    root group back."""
 
-    def __init__(self, root: str = "/sys/fs/resctrl") -> None:
+    def __init__(self, root: str = "/sys/fs/resctrl", journal: str | None = None) -> None:
         self.root = root.rstrip("/") or "/"
-        self._created: set[str] = set()
+        self._journal = journal
+        self._owned: set[str] = set()
+        """Groups that are the daemon's: made or adopted, this run or by an earlier daemon."""
+        self._earlier: set[str] = set()
+        """Owned groups known from the journal only (no plan of this run has named them)."""
+        self._planned: frozenset[str] = frozenset()  # the groups of the plan applied last
         self._original: dict[str, str] = {}  # group -> schemata before the first write
         self._written: dict[str, tuple[str, ...]] = {}
+        if journal is not None:
+            self._load(journal)
 
     # ------------------------------------------------------------------ info
     def info(self) -> ResctrlInfo:
@@ -76,21 +93,43 @@ class ResctrlFs:
     # ------------------------------------------------------------------ groups
     def apply(self, plan: ResctrlPlan) -> None:
         problems: list[str] = []
-        for group in sorted(self._created - set(plan.groups)):
-            self._remove(group, problems)
+        self._planned = frozenset(plan.groups)
+        for group in sorted(self._owned - set(plan.groups)):
+            # dropped by this run's configuration: removed; left by an earlier daemon and not
+            # configured now: removed once its containers are gone (tried at every apply)
+            if group not in self._earlier or not self._holds_tasks(group):
+                self._remove(group, problems)
         for group in sorted(set(self._original) - set(plan.groups)):
             self._put_back(group, problems)
         for group, lines in plan.groups.items():
             self._write(group, lines, problems)
+        self._save(problems)
         raise_problems("resctrl", problems)
 
     def restore(self) -> None:
+        """Shutdown: the configured groups holding tasks stay (the containers in them keep
+        their class across a restart; the next daemon adopts them), the daemon's other groups
+        are removed and the root group's schemata put back."""
         problems: list[str] = []
-        for group in sorted(self._created):
+        for group in sorted(self._owned):
+            if group not in self._planned or not self._holds_tasks(group):
+                self._remove(group, problems)
+        for group in sorted(self._original):
+            self._put_back(group, problems)
+        self._save(problems)
+        raise_problems("restoring resctrl", problems)
+
+    def clear(self) -> None:
+        """RDT is off: every group of the daemon's is removed (tasks or not) and the root
+        group's schemata put back."""
+        problems: list[str] = []
+        self._planned = frozenset()
+        for group in sorted(self._owned):
             self._remove(group, problems)
         for group in sorted(self._original):
             self._put_back(group, problems)
-        raise_problems("restoring resctrl", problems)
+        self._save(problems)
+        raise_problems("removing resctrl groups", problems)
 
     def groups(self) -> dict[str, str]:
         """The schemata of every group written (``""`` is the root group), as read now."""
@@ -103,20 +142,25 @@ class ResctrlFs:
         return os.path.join(self.root, group) if group else self.root
 
     def _write(self, group: str, lines: tuple[str, ...], problems: list[str]) -> None:
-        if "/" in group or group in (".", "..", "info", "mon_groups", "mon_data"):
+        if not _nameable(group):
             problems.append(f"{group!r} cannot name a resctrl group")
             return
         directory = self._dir(group)
-        if group and not os.path.isdir(directory):
-            try:
-                os.mkdir(directory)
-            except OSError as exc:
-                problems.append(f"cannot make group {directory}: {exc.strerror}")
-                return
-            self._created.add(group)
+        if group:
+            self._earlier.discard(group)
+            if group not in self._owned:  # made now, or found (a killed daemon's): ours
+                self._owned.add(group)
+                self._save(problems)
+            if not os.path.isdir(directory):
+                try:
+                    os.mkdir(directory)
+                except OSError as exc:
+                    problems.append(f"cannot make group {directory}: {exc.strerror}")
+                    return
         path = os.path.join(directory, "schemata")
-        if group not in self._created and group not in self._original:
+        if not group and group not in self._original:
             self._original[group] = read_text(path) or ""
+            self._save(problems)
         if self._written.get(group) == lines:
             return
         problem = self._write_schemata(path, lines)
@@ -137,8 +181,47 @@ class ResctrlFs:
                 for entry in os.listdir(directory):
                     os.unlink(os.path.join(directory, entry))
                 os.rmdir(directory)
-        self._created.discard(group)
+        self._owned.discard(group)
+        self._earlier.discard(group)
         self._written.pop(group, None)
+
+    def _holds_tasks(self, group: str) -> bool:
+        """Whether the group's ``tasks`` lists a task (a fake tree's group may have none)."""
+        return bool(read_text(os.path.join(self._dir(group), "tasks")))
+
+    def _load(self, journal: str) -> None:
+        try:
+            with open(journal, encoding="utf-8") as f:
+                found = json.load(f)
+        except (OSError, ValueError):
+            return
+        if not isinstance(found, dict):
+            return
+        groups = found.get("groups")
+        if isinstance(groups, list):
+            self._owned = {str(g) for g in groups if g and _nameable(str(g))}
+            self._earlier = set(self._owned)
+        originals = found.get("schemata")
+        if isinstance(originals, dict):
+            self._original = {str(k): str(v) for k, v in originals.items()}
+
+    def _save(self, problems: list[str]) -> None:
+        """Keep the owned groups and the originals in the journal; removed when both are
+        empty (everything given back)."""
+        journal = self._journal
+        if journal is None:
+            return
+        try:
+            if not self._owned and not self._original:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(journal)
+                return
+            temporary = journal + ".new"
+            with open(temporary, "w", encoding="utf-8") as f:
+                json.dump({"groups": sorted(self._owned), "schemata": self._original}, f)
+            os.replace(temporary, journal)
+        except OSError as exc:
+            problems.append(f"cannot keep the resctrl groups in {journal}: {exc.strerror or exc}")
 
     def _put_back(self, group: str, problems: list[str]) -> None:
         path = os.path.join(self._dir(group), "schemata")
@@ -167,6 +250,11 @@ class ResctrlFs:
             detail = f" ({status})" if status and status != "ok" else ""
             return f"cannot write {'; '.join(lines)!r} to {path}: {exc.strerror}{detail}"
         return None
+
+
+def _nameable(group: str) -> bool:
+    """Whether ``group`` can name a resctrl group (``""``: the root group)."""
+    return "/" not in group and group not in (".", "..", "info", "mon_groups", "mon_data")
 
 
 def _schemata_ids(text: str) -> dict[str, tuple[int, ...]]:

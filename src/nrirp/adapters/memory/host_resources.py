@@ -89,12 +89,18 @@ class InMemoryInterrupts(_Failing):
 
 
 class InMemoryResctrl(_Failing):
-    """resctrl offering ``info`` (``None``: not mounted); ``plan`` is what is applied now."""
+    """resctrl offering ``info`` (``None``: not mounted); ``plan`` is what is applied now.
+    ``tasks``: group -> how many tasks the runtime put in it (set by tests); ``kept``: the
+    groups a shutdown left in place (planned, holding tasks), adopted again by the next
+    ``apply`` naming them; ``cleared`` counts :meth:`clear` calls."""
 
     def __init__(self, info: ResctrlInfo | None = None) -> None:
         super().__init__()
         self.resctrl_info = info
         self.plan: ResctrlPlan | None = None
+        self.tasks: dict[str, int] = {}
+        self.kept: frozenset[str] = frozenset()
+        self.cleared = 0
 
     def info(self) -> ResctrlInfo:
         if self.resctrl_info is None:
@@ -105,11 +111,20 @@ class InMemoryResctrl(_Failing):
         with self._lock:
             self._check()
             self.plan = plan
+            self.kept = frozenset()
 
     def restore(self) -> None:
         with self._lock:
+            if self.plan is not None:
+                self.kept = frozenset(g for g in self.plan.groups if g and self.tasks.get(g))
             self.plan = None
             self.restored += 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self.plan = None
+            self.kept = frozenset()
+            self.cleared += 1
 
 
 class InMemoryResourceExport(_Failing):

@@ -113,7 +113,10 @@ class DaemonAdapters(Adapters):
         Adapters.config.host_controls,
     )
     resctrl = providers.Singleton(
-        host.resctrl, Adapters.config.sysfs_root, Adapters.config.host_controls
+        host.resctrl,
+        Adapters.config.sysfs_root,
+        Adapters.config.state_dir,
+        Adapters.config.host_controls,
     )
     resource_export = providers.Singleton(
         host.resource_export, Adapters.config.state_dir, Adapters.config.host_controls

@@ -63,10 +63,13 @@ def interrupts(
     return ProcInterruptControl(_procfs_beside(sysfs_root), journal)
 
 
-def resctrl(sysfs_root: str | None, enabled: Collection[str] | None) -> ResctrlControl | None:
+def resctrl(
+    sysfs_root: str | None, state_dir: str | None, enabled: Collection[str] | None
+) -> ResctrlControl | None:
     if not _on("rdt", enabled):
         return None
-    return ResctrlFs(os.path.join(sysfs_root or DEFAULT_SYSFS, "fs", "resctrl"))
+    journal = os.path.join(state_dir or DEFAULT_STATE_DIR, "host-resctrl.json")
+    return ResctrlFs(os.path.join(sysfs_root or DEFAULT_SYSFS, "fs", "resctrl"), journal)
 
 
 def resource_export(

@@ -6,8 +6,8 @@ missing interrupt control only once, while configurations keep asking for interr
 and lays out the resctrl groups; after every committed operation it asks the policy for its
 :class:`HostAssignment` and, only when that changed, applies CPU classes and interrupt
 affinities; it keeps each exporting container's ``resources.sh`` current; at shutdown it puts
-back what it changed. A failing port is reported and never fails an operation: placing
-containers goes on.
+back what it changed (but for the configured resctrl groups that hold tasks). A failing port
+is reported and never fails an operation: placing containers goes on.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ class HostEnforcer:
         self.power_target: PowerTarget = NO_TARGET
         self.affinities: Affinities = Affinities()
         self.resctrl_plan: ResctrlPlan | None = None
+        self._rdt_cleared = False  # the resctrl port holds no group (RDT off, cleared)
         self._exported: dict[str, str] = {}
         self._support: dict[str, CPUSet] = {}
 
@@ -148,7 +149,9 @@ class HostEnforcer:
             self._refresh_exports(cache)
 
     def close(self) -> None:
-        """Put back what was changed on the host (shutdown)."""
+        """Put back what was changed on the host (shutdown). The configured resctrl groups
+        that hold tasks stay (a restarted daemon adopts them; runc placed the tasks only at
+        creation); the port removes its others."""
         ports: tuple[tuple[CPUPowerControl | InterruptControl | ResctrlControl | None, str], ...]
         ports = (
             (self._power, "CPU classes"),
@@ -222,10 +225,13 @@ class HostEnforcer:
         if resctrl is None:
             return
         rdt = config.control.rdt
-        if not rdt.enable:
-            if self.resctrl_plan is not None:
+        if not rdt.enable or not any(p.classes for p in rdt.partitions.values()):
+            # RDT off: the groups go now, tasks or not (also those a previous daemon left,
+            # at the first configuration); at shutdown there is nothing left to keep
+            if self.resctrl_plan is not None or not self._rdt_cleared:
                 self.resctrl_plan = None
-                self._guard("resctrl groups", resctrl.restore)
+                self._rdt_cleared = True
+                self._guard("resctrl groups", resctrl.clear)
             return
         try:
             info = resctrl.info()
@@ -242,6 +248,7 @@ class HostEnforcer:
             self._notify(note, Severity.INFO)
         if plan != self.resctrl_plan:
             self.resctrl_plan = plan
+            self._rdt_cleared = False
             self._guard("resctrl groups", lambda: resctrl.apply(plan))
 
     def _guard(self, what: str, call: Callable[[], None]) -> None:
