@@ -522,3 +522,33 @@ def test_what_the_policy_says_at_the_start_is_shown_before_the_steps(
     (notice,) = json.loads(capsys.readouterr().out)["start_notices"]
     assert notice["source"] == "policy" and notice["severity"] == "warning"
     assert "'nope2' names no CPU class" in notice["message"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "config", "where"),
+    [
+        (
+            "topology-aware",
+            'reservedPoolNamespaces: ["[abc", "ok-*"]\n',
+            "reservedPoolNamespaces[0]",
+        ),
+        ("balloons", 'reservedPoolNamespaces: ["[abc"]\n', "reservedPoolNamespaces[0]"),
+        (
+            "balloons",
+            "balloonTypes: [{name: a, namespaces: [y, 'x[']}]\n",
+            "balloonTypes[0].namespaces[1]",
+        ),
+    ],
+)
+def test_a_malformed_namespace_glob_is_warned_about_at_the_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: str, config: str, where: str
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("reservedResources: {cpu: 750m}\n" + config)
+    args = ["simulate", "--machine", "box-16", "--policy", policy, "--config", str(path)]
+    assert main([*args, "--workload", "examples/workloads/template-box16.yaml"]) == 0
+    out = capsys.readouterr().out
+    start = out[out.index("At the start:") : out.index("Step 1:")]
+    assert f"notice (warning, policy): {where}: " in start
+    assert "is a malformed glob (unclosed character class '['): it matches nothing" in start
+    assert start.count("malformed glob") == 1

@@ -73,6 +73,7 @@ from nrirp.domain.policies.balloons.requests import (
     is_preserved,
 )
 from nrirp.domain.policies.balloons.resize import ResizeError, Resizer
+from nrirp.domain.policies.glob_notices import malformed_globs
 from nrirp.domain.policies.topology_aware.classes import scheduling_of
 from nrirp.domain.policy import MetricSample, PolicyContext, PolicyError, PolicyEvent, TopologyZone
 from nrirp.domain.policy.explanation import Explanation, Subject
@@ -615,6 +616,13 @@ class BalloonsPolicy:
         if config is not None:
             for where in spec.undefined_cpu_classes(config.control):
                 ctx.notice(f"{where} names no CPU class of cpuClasses or control.cpu.classes")
+        for line in malformed_globs("reservedPoolNamespaces", spec.reserved_pool_namespaces):
+            ctx.notice(line)
+        for index, balloon_type in enumerate(spec.balloon_types):
+            for line in malformed_globs(
+                f"balloonTypes[{index}].namespaces", balloon_type.namespaces
+            ):
+                ctx.notice(line)
         for kind in state.catalog.kinds:
             source = kind.source
             if source.prefer_isol_cpus and source.share_idle_cpus_in_same is not None:

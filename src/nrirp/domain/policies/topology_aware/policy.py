@@ -26,6 +26,7 @@ from nrirp.domain.cpuallocator import CPUAllocator
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.hostcontrol.assignment import NO_ASSIGNMENT, HostAssignment
 from nrirp.domain.model import Container, ContainerState, LinuxResources, Pod
+from nrirp.domain.policies.glob_notices import malformed_globs
 from nrirp.domain.policies.topology_aware.allocations import Allocations
 from nrirp.domain.policies.topology_aware.classes import (
     EXCLUSIVE_KINDS,
@@ -148,6 +149,12 @@ class TopologyAwarePolicy:
         entries = [(c, saved_grant(c.tags)) for c in ctx.cache.active_containers()]
         self._readmit(alloc, entries, deadlines=deadlines, strict=False)
         self._apply()
+        self._announce(spec)
+
+    def _announce(self, spec: TopologyAwarePolicySpec) -> None:
+        """Say once per configuration what of it can match nothing."""
+        for line in malformed_globs("reservedPoolNamespaces", spec.reserved_pool_namespaces):
+            self.ctx.notice(line)
 
     def reconfigure(self, config: PolicyConfig) -> None:
         spec, control, index = self._config_parts(config)
@@ -177,6 +184,7 @@ class TopologyAwarePolicy:
             raise
         alloc.mark_all_dirty()
         self._apply()
+        self._announce(spec)
 
     def _config_parts(
         self, config: PolicyConfig | None
