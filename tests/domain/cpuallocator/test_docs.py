@@ -56,3 +56,11 @@ def test_hybrid_classes_as_described() -> None:
     assert classes[CPUPriority.HIGH] == m.online - classes[CPUPriority.LOW]
     assert all(m.cpus[i].base_frequency_khz == 3_200_000 for i in classes[CPUPriority.HIGH])
     assert all(m.cpus[i].base_frequency_khz == 2_400_000 for i in classes[CPUPriority.LOW])
+
+
+def test_priority_of_an_offline_cpu_names_it() -> None:
+    allocator = CPUAllocator(catalogue_machine("box-16"))
+    with pytest.raises(KeyError) as info:
+        allocator.priority_of(999)
+    assert info.value.args[0] == "CPU 999 is not an online CPU of this machine"
+    assert f"`{info.value.args[0]}`" in doc_text()

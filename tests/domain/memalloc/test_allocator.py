@@ -298,7 +298,7 @@ def test_restore_accounts_zones_as_given_without_moving_anyone() -> None:
 @pytest.mark.parametrize(
     ("zone", "types", "message"),
     [
-        ("", DRAM, "restored zone  is empty"),
+        ("", DRAM, "the restored zone is empty;"),
         ("0,6", DRAM, "nodes 6 are not NUMA nodes"),
         ("0,4", DRAM, "holds nodes 4 of a type other than DRAM"),
     ],

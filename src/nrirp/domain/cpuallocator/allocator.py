@@ -38,7 +38,10 @@ class CPUAllocator:
 
     def priority_of(self, cpu_id: int) -> CPUPriority:
         """The priority class of one online CPU (KeyError for others)."""
-        return self._index.priority_of[cpu_id]
+        try:
+            return self._index.priority_of[cpu_id]
+        except KeyError:
+            raise KeyError(f"CPU {cpu_id} is not an online CPU of this machine") from None
 
     def usable(self, available: CPUSet, priority: CPUPriority = CPUPriority.NONE) -> CPUSet:
         """The CPUs of ``available`` that a request of ``priority`` may be given.

@@ -167,12 +167,14 @@ class MemoryAllocator:
         preferred, allowed = self._admit(request)
         bad = zone.bits & ~self._nodes.usable
         if not zone or bad:
-            what = "is empty" if not zone else f"holds nodes {CPUSet(bad)} that are not usable"
-            raise MemoryAllocationError(request, f"restored zone {zone} {what}")
+            what = (
+                "is empty" if not zone else f"{zone} holds nodes {CPUSet(bad)} that are not usable"
+            )
+            raise MemoryAllocationError(request, f"the restored zone {what}")
         if zone.bits & ~allowed:
             raise MemoryAllocationError(
                 request,
-                f"restored zone {zone} holds nodes {CPUSet(zone.bits & ~allowed)} of a type "
+                f"the restored zone {zone} holds nodes {CPUSet(zone.bits & ~allowed)} of a type "
                 f"other than {type_names(request.types)}",
                 nodes=zone,
                 capacity=self._nodes.capacity(zone.bits),
