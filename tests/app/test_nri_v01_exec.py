@@ -187,3 +187,25 @@ def test_bad_conf_and_no_daemon_are_error_results(tmp_path: Path, sysfs: Path) -
     pod = V01Pod.of(spec("be", None), 0, conf={"socket": setup.socket})
     code, result, _ = invoke(pod.sandbox())
     assert code == 1 and "conf.policy is not set" in str(result["error"])
+
+
+def test_standalone_errors_read_as_the_daemons_on_one_line(tmp_path: Path, sysfs: Path) -> None:
+    setup = Setup(tmp_path, sysfs)
+    pod = V01Pod.of(spec("g", "2"), 0, conf=setup.conf("standalone"))
+    setup.tree.add_pod(pod)
+    assert invoke(pod.sandbox())[0] == 0
+    request = json.loads(pod.container("c").to_json())
+    request["spec"]["resources"]["cpu"]["cpus"] = "0,,1"  # a bad spec, not a bad conf
+    code, result, _ = invoke(json.dumps(request).encode())
+    assert code == 1, result
+    assert result["error"] == (
+        "bad request: spec.resources.cpu.cpus: invalid cpu list '0,,1': empty element"
+    )
+    conf = {**setup.conf("standalone"), "config": {"bogus": 1}}
+    del conf["configFile"]
+    pod = V01Pod.of(spec("be", None), 1, conf=conf)
+    code, result, _ = invoke(pod.sandbox())
+    assert code == 1 and result["error"] == (
+        "conf: invalid topology-aware policy configuration (2 problems): "
+        "bogus: unknown field; reservedResources: required field missing"
+    ), result

@@ -84,6 +84,15 @@ def test_minimal_spec_gets_defaults() -> None:
             "got 'socket' @ $.caches[0].shared_by",
         ),
         ("- a\n- b\n", "expected a mapping, got ['a', 'b'] @ $"),
+        # a string or a mapping where a list is expected is refused, not iterated
+        (MINIMAL + "host: {cpuidle: C1}\n", "expected a list, got 'C1' @ $.host.cpuidle"),
+        (MINIMAL + "memory_nodes: ab\n", "expected a list, got 'ab' @ $.memory_nodes"),
+        (
+            "name: x\nexplicit: {nodes: {a: 1}}\n",
+            "expected a list, got {'a': 1} @ $.explicit.nodes",
+        ),
+        (MINIMAL + "caches: 3\n", "expected a list, got 3 @ $.caches"),
+        (MINIMAL + "distances: [10]\n", "expected a list, got 10 @ $.distances[0]"),
     ],
 )
 def test_structure_errors_name_the_path_and_value(text: str, expected: str) -> None:

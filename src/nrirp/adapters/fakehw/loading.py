@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import enum
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 import cattrs
+from cattrs.cols import homogenous_tuple_structure_factory
 from cattrs.gen import make_dict_structure_fn
 
 from nrirp.adapters.documents import MACHINE_SPEC, UnreadableDocument, load_document
@@ -67,6 +69,11 @@ def _cpuset(value: Any, _type: Any) -> CPUSet:
         raise _BadValue(str(err)) from None
 
 
+def _is_tuple_of(t: Any) -> bool:
+    args = typing.get_args(t)
+    return typing.get_origin(t) is tuple and len(args) == 2 and args[1] is Ellipsis
+
+
 def _make_converter() -> cattrs.Converter:
     """The config converter's strict hooks (the same rules for primitives and enumerations),
     with the spec's own key names (its attribute names) and cattrs' error paths."""
@@ -92,7 +99,18 @@ def _make_converter() -> cattrs.Converter:
 
         return hook
 
+    def tuple_hook_factory(type_: Any) -> Any:
+        inner: Any = homogenous_tuple_structure_factory(type_, conv)
+
+        def hook(value: Any, t: Any) -> Any:
+            if not isinstance(value, list | tuple):  # a string or mapping is no list of items
+                raise _BadValue(f"expected a list, got {value!r}")
+            return inner(value, t)
+
+        return hook
+
     conv.register_structure_hook_factory(attrs.has, attrs_hook_factory)
+    conv.register_structure_hook_factory(_is_tuple_of, tuple_hook_factory)
     return conv
 
 

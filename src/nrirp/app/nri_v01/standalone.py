@@ -60,17 +60,28 @@ def decide_standalone(request: Request, conf: PluginConf) -> V01Outcome:
         return V01Outcome(str(exc))
     try:
         return _decide(request, conf, store)
-    except (ConfigError, RequestError) as exc:
-        return V01Outcome(f"conf: {exc}")
+    except RequestError as exc:  # the request's spec (conf was checked before): as the daemon
+        return V01Outcome(f"bad request: {exc}")
+    except ConfigError as exc:  # several problems, one per line: one line for the runtime
+        return V01Outcome(_one_line(f"conf: {exc}"))
     except (StateRestoreError, StateStoreError) as exc:
         return V01Outcome(f"state {conf.state_dir}: {exc}")
     except OperationFailedError as exc:
         return V01Outcome(f"policy {conf.policy}: {exc.reason}")
     except Exception as exc:
         # policy modules, hardware discovery, config files: each names its problem
-        return V01Outcome(f"{type(exc).__name__}: {exc}")
+        return V01Outcome(_one_line(f"{type(exc).__name__}: {exc}"))
     finally:
         store.close()
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line, as the runtime logs and reports it: a header ending in ``:``
+    followed by indented problems ``a`` and ``b`` becomes ``header: a; b``."""
+    head, *rest = [line.strip() for line in text.splitlines() if line.strip()] or [""]
+    if not rest:
+        return head
+    return f"{head} " + "; ".join(rest) if head.endswith(":") else "; ".join([head, *rest])
 
 
 def _decide(request: Request, conf: PluginConf, store: FileStateStore) -> V01Outcome:
