@@ -238,3 +238,13 @@ def test_pipeline_finds_a_started_container_through_its_pid(tmp_path: Path) -> N
     rig.manager.post_start(pod, attrs.evolve(ctr, pid=77))
     assert (root / CTR.lstrip("/") / "cpu.idle").read_text() == "1"
     assert [n for n in rig.log.notices if n.severity is Severity.ERROR] == []
+
+
+def test_a_missing_cgroup_is_said_once_for_all_its_files(tmp_path: Path) -> None:
+    control = CgroupfsHostControl(str(v2_tree(tmp_path)))
+    with pytest.raises(HostControlError) as failed:
+        control.apply(
+            target(cgroups_path="/kubepods/burstable/podu1/gone"),
+            HostChange(cgroup={"memory.high": "1", "cpu.idle": "1"}),
+        )
+    assert str(failed.value).count("does not exist") == 1

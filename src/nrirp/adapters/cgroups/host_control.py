@@ -50,8 +50,9 @@ class CgroupfsHostControl:
         ):
             if present:
                 problems.append(f"{what} is not applied by the cgroupfs host control")
-        if problems:
-            raise HostControlError(f"container {target.container_id}: " + "; ".join(problems))
+        if problems:  # each once: a missing cgroup fails every file the same way
+            said = "; ".join(dict.fromkeys(problems))
+            raise HostControlError(f"container {target.container_id}: {said}")
 
     def forget(self, target: HostTarget) -> None:
         """Nothing is tracked per container (the runtime removes the cgroup)."""
