@@ -265,3 +265,23 @@ def test_dispatcher_finds_command_modules(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "hardware" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--machine", "box-16", "--procfs-root", "/proc"], "--procfs-root goes with a sysfs tree"),
+        (["--list-machines", "--machine", "box-16"], "--list-machines lists the catalogue"),
+        (
+            ["--machine", "box-16", "--write-sysfs", "DIR", "--memory-type", "1=pmem"],
+            "--memory-type is not written into a sysfs tree",
+        ),
+    ],
+)
+def test_options_that_would_be_ignored_are_refused(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = [str(tmp_path / "tree") if a == "DIR" else a for a in argv]
+    assert main(["hardware", *argv]) == 2
+    assert said in capsys.readouterr().err
+    assert not (tmp_path / "tree").exists()

@@ -7,7 +7,11 @@ import json
 import sys
 from typing import Any
 
-from nrirp.app.commands.common.hardware_source import add_hardware_arguments, hardware_from_args
+from nrirp.app.commands.common.hardware_source import (
+    add_hardware_arguments,
+    hardware_from_args,
+    hardware_usage_problem,
+)
 
 HELP = "show the hardware topology (real /sys, another sysfs tree, or a fake machine)"
 
@@ -41,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
     from nrirp.adapters.fakehw import MachineSpecError, SysfsTreeError, UnknownMachineError
     from nrirp.domain.ports.hardware import HardwareDiscoveryError
 
+    problem = hardware_usage_problem(args) or _usage_problem(args)
+    if problem is not None:
+        print(f"nrirp hardware: error: {problem}", file=sys.stderr)
+        return 2
     try:
         if args.list_machines:
             return _list_machines(args)
@@ -58,6 +66,20 @@ def run(args: argparse.Namespace) -> int:
     ) as err:
         print(f"nrirp hardware: error: {err}", file=sys.stderr)
         return 1
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """Options that would be ignored in this combination."""
+    if args.list_machines and (args.machine or args.sysfs_root or args.write_sysfs):
+        return (
+            "--list-machines lists the catalogue: not with --machine, --sysfs-root or --write-sysfs"
+        )
+    if args.write_sysfs is not None and args.memory_type:
+        return (
+            "--memory-type is not written into a sysfs tree (sysfs has no such file): give it "
+            "when the tree is read"
+        )
+    return None
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -13,7 +13,10 @@ import logging
 import sys
 from typing import Any
 
-from nrirp.app.commands.common.hardware_source import add_hardware_arguments
+from nrirp.app.commands.common.hardware_source import (
+    add_hardware_arguments,
+    hardware_usage_problem,
+)
 from nrirp.app.commands.common.parsing import add_command_parser, add_log_level_argument
 
 HELP = "replay a workload through a policy on real or fake hardware and show the results"
@@ -137,6 +140,9 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.compare and (args.svg or args.html):
         raise _Exit(EXIT_INPUT, "--svg and --html draw one replay: not with --compare")
+    problem = hardware_usage_problem(args)
+    if problem is not None:
+        raise _Exit(EXIT_INPUT, problem)
     _check_picture_paths(args)
     workload = _workload(args.workload)
     recording = workload.recording

@@ -63,6 +63,14 @@ def add_memory_type_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def hardware_usage_problem(args: argparse.Namespace) -> str | None:
+    """Why the hardware options do not go together, or ``None`` (``--procfs-root`` only
+    changes what a sysfs tree is read with: a fake machine writes its own)."""
+    if getattr(args, "procfs_root", None) is not None and getattr(args, "machine", None):
+        return "--procfs-root goes with a sysfs tree, not with --machine (it writes its own)"
+    return None
+
+
 def hardware_from_args(args: argparse.Namespace) -> tuple[HardwareDiscovery, str]:
     """The discovery adapter the options select, and a short description of the source.
 
