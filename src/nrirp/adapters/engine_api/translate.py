@@ -19,6 +19,7 @@ from nrirp.domain.model import (
     Pod,
     Update,
 )
+from nrirp.domain.model.resources import negative_unsigned
 
 
 class MessageError(ValueError):
@@ -37,8 +38,6 @@ _INT_FIELDS = (
     "pids_limit",
 )
 _STRING_FIELDS = ("rdt_class", "blockio_class")
-_UNSIGNED_FIELDS = frozenset({"cpu_shares", "cpu_period", "cpu_realtime_period"})
-"""Unsigned in the OCI runtime spec (and NRI): a negative value is no setting at all."""
 
 _STATES = {
     pb.CONTAINER_STATE_UNSPECIFIED: ContainerState.CREATING,
@@ -74,19 +73,10 @@ def resources_from_pb(
     unsigned in OCI raises :class:`MessageError` (replies are taken as the engine sent them)."""
 
     def number(name: str) -> int | None:
-        if not msg.HasField(name):  # type: ignore[arg-type]
-            return None
         value: int = getattr(msg, name)
-        if check and value < 0 and name in _UNSIGNED_FIELDS:
-            raise MessageError(f"{where}.{name}: {value} is negative")
-        return value
+        return value if msg.HasField(name) else None  # type: ignore[arg-type]
 
-    if check:
-        for size, limit in msg.hugepage_limits.items():
-            if limit < 0:
-                raise MessageError(f"{where}.hugepage_limits[{size!r}]: {limit} is negative")
-
-    return LinuxResources(
+    resources = LinuxResources(
         cpu_shares=number("cpu_shares"),
         cpu_quota=number("cpu_quota"),
         cpu_period=number("cpu_period"),
@@ -103,6 +93,10 @@ def resources_from_pb(
         unified=dict(msg.unified),
         pids_limit=number("pids_limit"),
     )
+    problem = negative_unsigned(resources) if check else None
+    if problem is not None:
+        raise MessageError(f"{where}.{problem}")
+    return resources
 
 
 def resources_to_pb(resources: LinuxResources) -> pb.Resources:

@@ -6,23 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from nrirp.domain.model import Container, LinuxResources, Pod
-
-UNSIGNED = ("cpu_shares", "cpu_period", "cpu_realtime_period")
-"""Unsigned in the OCI runtime spec (and NRI): a negative value is no setting at all."""
+from nrirp.domain.model.resources import negative_unsigned
 
 
 def check_resources(resources: LinuxResources | None, where: str) -> None:
     """Raise ``ValueError`` naming the field when ``resources`` holds a negative value of a
     setting that is unsigned in OCI (a negative CPU quota is kept: it means no limit)."""
-    if resources is None:
-        return
-    for name in UNSIGNED:
-        value = getattr(resources, name)
-        if value is not None and value < 0:
-            raise ValueError(f"{where}.{name}: {value} is negative")
-    for size, limit in resources.hugepage_limits.items():
-        if limit < 0:
-            raise ValueError(f"{where}.hugepage_limits[{size!r}]: {limit} is negative")
+    problem = negative_unsigned(resources) if resources is not None else None
+    if problem is not None:
+        raise ValueError(f"{where}.{problem}")
 
 
 def check_pod(pod: Pod) -> None:

@@ -141,3 +141,21 @@ _others_of = operator.attrgetter(*(n for n in _SCALARS if n not in ("cpus", "mem
 _NO_OTHERS = (None,) * (len(_SCALARS) - 2)
 
 NO_RESOURCES = LinuxResources()
+
+
+UNSIGNED_FIELDS = ("cpu_shares", "cpu_period", "cpu_realtime_period")
+"""Unsigned in the OCI runtime spec (and NRI): a negative value is no setting at all."""
+
+
+def negative_unsigned(resources: LinuxResources) -> str | None:
+    """``cpu_shares: -100 is negative`` (or a hugepage limit's) when ``resources`` holds a
+    negative value of a setting that is unsigned in OCI, else ``None``; a negative CPU quota
+    means no limit and is fine. For the edges that take resources from outside."""
+    for name in UNSIGNED_FIELDS:
+        value = getattr(resources, name)
+        if value is not None and value < 0:
+            return f"{name}: {value} is negative"
+    for size, limit in resources.hugepage_limits.items():
+        if limit < 0:
+            return f"hugepage_limits[{size!r}]: {limit} is negative"
+    return None
