@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from nrirp.domain.cache import Cache
 from nrirp.domain.control import ControlContext
 from nrirp.domain.model import HOST_CONTROLLER, Container, HostChange
+from nrirp.domain.pipeline.labels import ctr_label
 from nrirp.domain.ports.documents import label
 
 
@@ -31,10 +31,11 @@ def drop_host_settings(ctx: ControlContext, containers: Iterable[Container]) -> 
     for ctr in containers:
         if HOST_CONTROLLER not in ctr.pending.controllers:
             continue
+        name = ctr_label(cache.pod(ctr.pod_id), ctr)
         ctx.notice(
             HOST_CONTROLLER,
-            f"{_name(cache, ctr)}: {settings_text(ctr.pending.host)} not applied: no host "
-            "control (settings the runtime cannot carry need one)",
+            f"{name}: {settings_text(ctr.pending.host)} not applied: no host control "
+            "(settings the runtime cannot carry need one)",
             ctr.id,
         )
         cache.clear_pending(ctr.id, HOST_CONTROLLER)
@@ -57,13 +58,6 @@ def settings_text(change: HostChange) -> str:
     if not parts:
         return "host settings"
     return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
-
-
-def _name(cache: Cache, container: Container) -> str:
-    pod = cache.pod(container.pod_id)
-    if pod is not None and pod.name and container.name:
-        return f"container {label(f'{pod.namespace}/{pod.name}/{container.name}')}"
-    return f"container {label(container.id)}"
 
 
 __all__ = ["drop_host_settings", "settings_text"]

@@ -67,6 +67,7 @@ from nrirp.domain.pipeline.errors import (
 )
 from nrirp.domain.pipeline.explaining import Refusal, Refusals, explain_query
 from nrirp.domain.pipeline.hostless import drop_host_settings
+from nrirp.domain.pipeline.labels import ctr_label, pod_label
 from nrirp.domain.pipeline.lifecycle import LifecycleNeeds, lifecycle_needs
 from nrirp.domain.pipeline.persistence import StatePersistence
 from nrirp.domain.pipeline.results import CreateResult, ReconfigureOutcome, StartOutcome
@@ -85,7 +86,7 @@ from nrirp.domain.policy.settings import container_settings
 from nrirp.domain.ports.clock import Clock, StoppedClock
 from nrirp.domain.ports.cpu_power import CPUPowerControl
 from nrirp.domain.ports.decisions import DecisionLog, Notice, NullDecisionLog, Severity
-from nrirp.domain.ports.documents import AnnotationParser, label
+from nrirp.domain.ports.documents import AnnotationParser
 from nrirp.domain.ports.host_control import HostControl, HostControlError
 from nrirp.domain.ports.inbound import InboundObserver
 from nrirp.domain.ports.interrupts import InterruptControl
@@ -259,13 +260,13 @@ class ResourceManager:
 
     def run_pod(self, pod: Pod) -> None:
         """A pod sandbox was started."""
-        with self._operation("run-pod", _pod_label(pod), pod) as work:
+        with self._operation("run-pod", pod_label(pod), pod) as work:
             admit_pod(self.cache, pod, self._clock.now())
             work.commit()
 
     def stop_pod(self, pod: Pod) -> None:
         """A pod sandbox stopped: its containers that still hold resources release them."""
-        with self._operation("stop-pod", _pod_label(pod), pod) as work:
+        with self._operation("stop-pod", pod_label(pod), pod) as work:
             for ctr in self.cache.containers_of(pod.id):
                 self._stop(ctr)
             work.send_after_commit(self._enforce("stop-pod").updates)
@@ -273,7 +274,7 @@ class ResourceManager:
 
     def remove_pod(self, pod: Pod) -> None:
         """A pod sandbox was removed: forget it and its containers."""
-        with self._operation("remove-pod", _pod_label(pod), pod) as work:
+        with self._operation("remove-pod", pod_label(pod), pod) as work:
             for ctr in self.cache.containers_of(pod.id):
                 self._stop(ctr)
                 self.cache.remove_container(ctr.id)
@@ -289,7 +290,7 @@ class ResourceManager:
         """
         try:
             with self._operation(
-                "create-container", _ctr_label(pod, container), pod, container
+                "create-container", ctr_label(pod, container), pod, container
             ) as work:
                 self._ensure_pod(pod)
                 existing = self.cache.container(container.id)
@@ -345,7 +346,7 @@ class ResourceManager:
         self, pod: Pod, container: Container, resources: LinuxResources
     ) -> list[Update]:
         with self._operation(
-            "update-container", _ctr_label(pod, container), pod, container, resources
+            "update-container", ctr_label(pod, container), pod, container, resources
         ) as work:
             current = self.cache.container(container.id)
             if current is None:
@@ -372,7 +373,7 @@ class ResourceManager:
 
     def stop_container(self, pod: Pod, container: Container) -> list[Update]:
         """The container stopped: release its resources; returns updates for others."""
-        with self._operation("stop-container", _ctr_label(pod, container), pod, container) as work:
+        with self._operation("stop-container", ctr_label(pod, container), pod, container) as work:
             updates: Sequence[Update] = ()
             current = self.cache.container(container.id)
             if current is not None:
@@ -389,9 +390,7 @@ class ResourceManager:
         that survived its restart), and a later request for a container of the pod brings it
         back from the pod the request carries.
         """
-        with self._operation(
-            "remove-container", _ctr_label(pod, container), pod, container
-        ) as work:
+        with self._operation("remove-container", ctr_label(pod, container), pod, container) as work:
             current = self.cache.container(container.id)
             if current is not None:
                 self._stop(current)
@@ -574,7 +573,7 @@ class ResourceManager:
         hook: Hook | None,
     ) -> None:
         """A lifecycle event: note the process, move the state forward, run the hook."""
-        with self._operation(operation, _ctr_label(pod, container), pod, container) as work:
+        with self._operation(operation, ctr_label(pod, container), pod, container) as work:
             current = self.cache.container(container.id)
             if current is not None:
                 current = note_process(current, container)
@@ -807,17 +806,6 @@ def _moves_forward(current: ContainerState, target: ContainerState) -> bool:
     if current not in _LIFECYCLE_ORDER or target not in _LIFECYCLE_ORDER:
         return False
     return _LIFECYCLE_ORDER.index(target) > _LIFECYCLE_ORDER.index(current)
-
-
-def _pod_label(pod: Pod) -> str:
-    text = f"{pod.namespace}/{pod.name}" if pod.name else pod.id
-    return f"pod {label(text)}"  # names from outside: never a second line, never long
-
-
-def _ctr_label(pod: Pod, container: Container) -> str:
-    if pod.name and container.name:
-        return f"container {label(f'{pod.namespace}/{pod.name}/{container.name}')}"
-    return f"container {label(container.id)}"
 
 
 class _Operation:
