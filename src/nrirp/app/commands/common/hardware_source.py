@@ -14,7 +14,7 @@ from nrirp.domain.ports.hardware import HardwareDiscovery
 from nrirp.domain.topology import MemoryType
 
 if TYPE_CHECKING:
-    from nrirp.adapters.fakehw import FakeHardwareDiscovery
+    pass
 
 
 def parse_memory_type(text: str) -> tuple[int, MemoryType]:
@@ -82,25 +82,9 @@ def hardware_from_args(args: argparse.Namespace) -> tuple[HardwareDiscovery, str
 
         spec = load_machine_or_file(args.machine)
         fake = FakeHardwareDiscovery(spec, overrides)
-        _check_memory_types(fake, overrides)
         return fake, f"fake machine {spec.name}"
     from nrirp.adapters.sysfs import SysfsDiscovery
 
     root = args.sysfs_root or "/sys"
     procfs = getattr(args, "procfs_root", None)
     return SysfsDiscovery(root, overrides, procfs), f"sysfs at {root}"
-
-
-def _check_memory_types(fake: FakeHardwareDiscovery, overrides: dict[int, MemoryType]) -> None:
-    """Refuse ``--memory-type`` for nodes the fake machine lacks, naming the machine (its
-    discovery would name the temporary tree it writes). Raises HardwareDiscoveryError."""
-    from nrirp.domain.ports.hardware import HardwareDiscoveryError
-    from nrirp.domain.topology import TopologyError, classify_memory_types
-
-    nodes = fake.layout.nodes
-    try:
-        classify_memory_types(
-            {n.id: n.memory_bytes for n in nodes}, {n.id for n in nodes if n.cpus}, overrides
-        )
-    except TopologyError as err:
-        raise HardwareDiscoveryError(f"machine {fake.spec.name}: {err}") from None
