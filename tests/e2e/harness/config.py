@@ -108,13 +108,11 @@ def _q(value: str | Path) -> str:
     return json.dumps(str(value))
 
 
-def render_config(layout: Layout, runc: Path, options: ContainerdOptions) -> str:
-    """The containerd config: private paths everywhere, NRI as asked, CRI for cgroupfs + runc."""
-    cri = '[plugins."io.containerd.grpc.v1.cri"'
-    r = layout.root
+def common_sections(layout: Layout, options: ContainerdOptions, version: int) -> str:
+    """What every schema version has alike: the paths, the sockets, the log level, NRI."""
     return f"""\
 # written by the nrirp e2e harness
-version = 2
+version = {version}
 root = {_q(layout.data_root)}
 state = {_q(layout.state)}
 
@@ -136,7 +134,16 @@ state = {_q(layout.state)}
   plugin_config_path = {_q(layout.plugin_config_dir)}
   plugin_registration_timeout = {_q(options.registration_timeout)}
   plugin_request_timeout = {_q(options.request_timeout)}
+"""
 
+
+def render_config(layout: Layout, runc: Path, options: ContainerdOptions) -> str:
+    """The containerd config: private paths everywhere, NRI as asked, CRI for cgroupfs + runc."""
+    cri = '[plugins."io.containerd.grpc.v1.cri"'
+    r = layout.root
+    return (
+        common_sections(layout, options, 2)
+        + f"""
 {cri}]
   sandbox_image = {_q(options.sandbox_image)}
   disable_apparmor = true
@@ -163,3 +170,4 @@ state = {_q(layout.state)}
 [plugins."io.containerd.internal.v1.opt"]
   path = {_q(r / "opt")}
 """
+    )

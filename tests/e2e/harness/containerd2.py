@@ -15,16 +15,15 @@ NRI is on by default in containerd 2; the harness sets every NRI field as it doe
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import attrs
 
 from tests.support.debian import fetch
 
-from .config import ContainerdOptions, Layout, _q
+from .config import ContainerdOptions, Layout, _q, common_sections
 from .containerd import Containerd
-from .packages import HarnessSetupError, RuntimeBinaries, parse_containerd_version
+from .packages import HarnessSetupError, RuntimeBinaries, containerd_version
 
 CONTAINERD2_SUITE = "forky"
 CONTAINERD2_MAJOR = "2"
@@ -39,18 +38,11 @@ def fetch_containerd2(base: RuntimeBinaries) -> RuntimeBinaries:
             raise HarnessSetupError(
                 f"{name} not found in Debian {CONTAINERD2_SUITE}'s containerd package at {tree}"
             )
-    proc = subprocess.run(
-        [str(containerd), "--version"], capture_output=True, text=True, timeout=30, check=False
-    )
-    if proc.returncode != 0:
-        raise HarnessSetupError(
-            f"{containerd} --version failed (exit {proc.returncode}): {proc.stderr.strip()}"
-        )
-    version = parse_containerd_version(proc.stdout)
+    version, said = containerd_version(containerd)
     if version.split(".")[0] != CONTAINERD2_MAJOR:
         raise HarnessSetupError(
             f"Debian {CONTAINERD2_SUITE}'s containerd is {version}, these tests need a "
-            f"containerd {CONTAINERD2_MAJOR}.x; `containerd --version` said {proc.stdout.strip()!r}"
+            f"containerd {CONTAINERD2_MAJOR}.x; `containerd --version` said {said!r}"
         )
     return attrs.evolve(
         base, containerd=containerd, ctr=tree / "usr/bin/ctr", containerd_version=version
@@ -63,31 +55,9 @@ def render_config_v3(layout: Layout, runc: Path, options: ContainerdOptions) -> 
     images = "[plugins.'io.containerd.cri.v1.images'"
     runtime = "[plugins.'io.containerd.cri.v1.runtime'"
     r = layout.root
-    return f"""\
-# written by the nrirp e2e harness
-version = 3
-root = {_q(layout.data_root)}
-state = {_q(layout.state)}
-
-[grpc]
-  address = {_q(layout.address)}
-
-[ttrpc]
-  address = {_q(layout.ttrpc_address)}
-
-[debug]
-  address = {_q(layout.debug_address)}
-  level = {_q(options.log_level)}
-
-[plugins.'io.containerd.nri.v1.nri']
-  disable = {str(not options.nri_enabled).lower()}
-  disable_connections = false
-  socket_path = {_q(layout.nri_socket)}
-  plugin_path = {_q(layout.plugin_dir)}
-  plugin_config_path = {_q(layout.plugin_config_dir)}
-  plugin_registration_timeout = {_q(options.registration_timeout)}
-  plugin_request_timeout = {_q(options.request_timeout)}
-
+    return (
+        common_sections(layout, options, 3)
+        + f"""
 {images}]
   snapshotter = "overlayfs"
 
@@ -120,6 +90,7 @@ state = {_q(layout.state)}
 [plugins.'io.containerd.internal.v1.opt']
   path = {_q(r / "opt")}
 """
+    )
 
 
 class Containerd2(Containerd):

@@ -49,6 +49,19 @@ def parse_containerd_version(output: str) -> str:
     return match.group(1)
 
 
+def containerd_version(containerd: Path) -> tuple[str, str]:
+    """The x.y.z version of the ``containerd`` binary and the line it printed; raises
+    :class:`HarnessSetupError` when it cannot say."""
+    proc = subprocess.run(
+        [str(containerd), "--version"], capture_output=True, text=True, timeout=30, check=False
+    )
+    if proc.returncode != 0:
+        raise HarnessSetupError(
+            f"{containerd} --version failed (exit {proc.returncode}): {proc.stderr.strip()}"
+        )
+    return parse_containerd_version(proc.stdout), proc.stdout.strip()
+
+
 def _require_file(path: Path, what: str) -> Path:
     if not path.is_file():
         raise HarnessSetupError(f"{what} not found at {path} (the Debian package layout changed?)")
@@ -63,18 +76,11 @@ def fetch_runtime_binaries(expected_version: str = CONTAINERD_VERSION) -> Runtim
     cri_tree = fetch(CRI_API_SUITE, ["golang-github-kubernetes-cri-api-dev"])
     containerd = _require_file(containerd_tree / "usr/bin/containerd", "containerd")
     _require_file(containerd_tree / "usr/bin/containerd-shim-runc-v2", "containerd-shim-runc-v2")
-    proc = subprocess.run(
-        [str(containerd), "--version"], capture_output=True, text=True, timeout=30, check=False
-    )
-    if proc.returncode != 0:
-        raise HarnessSetupError(
-            f"{containerd} --version failed (exit {proc.returncode}): {proc.stderr.strip()}"
-        )
-    version = parse_containerd_version(proc.stdout)
+    version, said = containerd_version(containerd)
     if version != expected_version:
         raise HarnessSetupError(
             f"Debian {CONTAINERD_SUITE}'s containerd is {version}, the e2e harness needs "
-            f"{expected_version} (NRI v0.6.1); `containerd --version` said {proc.stdout.strip()!r}"
+            f"{expected_version} (NRI v0.6.1); `containerd --version` said {said!r}"
         )
     return RuntimeBinaries(
         containerd=containerd,
