@@ -67,6 +67,25 @@ def write_text(path: str, value: str) -> None:
         os.close(fd)
 
 
+def read_journal(path: str) -> object:
+    """What a journal file holds (parsed JSON), or ``None`` when it is missing or unreadable
+    (nothing to give back)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def write_journal(path: str, data: object) -> None:
+    """Replace the journal at ``path`` with ``data`` in one step (a crash leaves the old one
+    or the new one); raises ``OSError``."""
+    temporary = path + ".new"
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    os.replace(temporary, path)
+
+
 class TrackedFiles:
     """Files written on the host, each with the value it had before the first write.
 
@@ -81,11 +100,7 @@ class TrackedFiles:
         self.current: dict[str, str] = {}
         self._journal = journal
         if journal is not None:
-            try:
-                with open(journal, encoding="utf-8") as f:
-                    found = json.load(f)
-            except (OSError, ValueError):
-                found = {}
+            found = read_journal(journal)
             if isinstance(found, dict):
                 self.originals = {str(k): str(v) for k, v in found.items()}
 
@@ -137,11 +152,8 @@ class TrackedFiles:
     def _save(self) -> None:
         if self._journal is None:
             return
-        temporary = self._journal + ".new"
         try:
-            with open(temporary, "w", encoding="utf-8") as f:
-                json.dump(self.originals, f)
-            os.replace(temporary, self._journal)
+            write_journal(self._journal, self.originals)
         except OSError as exc:
             why = exc.strerror or exc
             raise HostControlError(

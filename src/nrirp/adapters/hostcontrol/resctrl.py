@@ -18,10 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 
-from nrirp.adapters.hostcontrol.files import raise_problems, read_int, read_text, unwritable
+from nrirp.adapters.hostcontrol.files import (
+    raise_problems,
+    read_int,
+    read_journal,
+    read_text,
+    unwritable,
+    write_journal,
+)
 from nrirp.domain.hostcontrol.resctrl import BandwidthInfo, CacheInfo, ResctrlInfo, ResctrlPlan
 from nrirp.domain.ports.host_control import HostControlError
 
@@ -190,11 +196,7 @@ class ResctrlFs:
         return bool(read_text(os.path.join(self._dir(group), "tasks")))
 
     def _load(self, journal: str) -> None:
-        try:
-            with open(journal, encoding="utf-8") as f:
-                found = json.load(f)
-        except (OSError, ValueError):
-            return
+        found = read_journal(journal)
         if not isinstance(found, dict):
             return
         groups = found.get("groups")
@@ -216,10 +218,7 @@ class ResctrlFs:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(journal)
                 return
-            temporary = journal + ".new"
-            with open(temporary, "w", encoding="utf-8") as f:
-                json.dump({"groups": sorted(self._owned), "schemata": self._original}, f)
-            os.replace(temporary, journal)
+            write_journal(journal, {"groups": sorted(self._owned), "schemata": self._original})
         except OSError as exc:
             problems.append(f"cannot keep the resctrl groups in {journal}: {exc.strerror or exc}")
 
