@@ -153,3 +153,88 @@ def test_calls_refused_before_the_start_are_not_reported() -> None:
     with pytest.raises(NotStartedError):
         rig.manager.run_pod(make_pod())
     assert heard.events == []
+
+
+def test_a_deferring_thread_s_calls_are_heard_when_told_in_the_same_order() -> None:
+    """``defer_observer``: the calls of the thread that asked are heard only at
+    ``tell_observer`` (after the driver's reply), or before the next call runs, whichever is
+    first; the observer hears every call once, in order, with the state after that call."""
+    heard = Heard()
+    store = InMemoryStateStore()
+    rig = make_rig(store=store, observer=heard)
+    assert rig.manager.observed and rig.manager.defer_observer()
+    pod = make_pod()
+    a = make_container(pod, "a")
+    rig.manager.run_pod(pod)
+    assert heard.calls() == []  # not heard yet: the reply goes first
+    rig.manager.tell_observer()
+    assert heard.calls() == [InboundCall("run-pod", pod)]
+    assert heard.events[-1][0] == "state" and [p["id"] for p in heard.events[-1][1]["pods"]] == [
+        pod.id
+    ]
+    rig.manager.tell_observer()  # nothing left: nothing heard twice
+    assert len(heard.calls()) == 1
+
+    rig.manager.create_container(pod, a)  # not told: the next call tells it first
+    rig.policy.fail_allocate = "no room"
+    with pytest.raises(OperationFailedError):
+        rig.manager.create_container(pod, make_container(pod, "b"))
+    rig.policy.fail_allocate = None
+    assert [c.operation for c in heard.calls()] == ["run-pod", "create-container"]
+    rig.manager.tell_observer()
+    assert [(c.operation, c.failure) for c in heard.calls()] == [
+        ("run-pod", None),
+        ("create-container", None),
+        ("create-container", "no room"),
+    ]
+
+    other: list[BaseException] = []
+
+    def reconfigure() -> None:  # another thread (the reload thread): heard at once, in order
+        try:
+            assert rig.manager.reconfigure(FakeConfig("recording", "0-3")).applied
+        except BaseException as exc:
+            other.append(exc)
+
+    rig.manager.start_container(pod, a)
+    thread = threading.Thread(target=reconfigure)
+    thread.start()
+    thread.join()
+    assert other == []
+    assert [c.operation for c in heard.calls()][-2:] == ["start-container", "reconfigure"]
+    assert heard.threads == {threading.get_ident(), thread.ident}
+
+
+def test_telling_the_observer_never_waits_for_a_running_call() -> None:
+    """The event loop never blocks on the pipeline's lock to tell the observer: a call
+    running on another thread holds it, and the next call tells the observer first."""
+    heard = Heard()
+    rig = make_rig(observer=heard)
+    rig.manager.defer_observer()
+    pod = make_pod()
+    rig.manager.run_pod(pod)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with rig.manager._lock:  # as a running call holds it
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    rig.manager.tell_observer()  # returns at once
+    assert heard.calls() == []
+    release.set()
+    holder.join()
+    rig.manager.tell_observer()
+    assert heard.calls() == [InboundCall("run-pod", pod)]
+
+
+def test_without_an_observer_nothing_is_deferred() -> None:
+    rig = make_rig()
+    assert not rig.manager.observed
+    assert not rig.manager.defer_observer()
+    rig.manager.run_pod(make_pod())
+    rig.manager.tell_observer()
+    assert rig.manager._unheard == []

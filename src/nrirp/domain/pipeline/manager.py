@@ -136,6 +136,11 @@ class ResourceManager:
     ) -> None:
         self._policy = policy
         self._observer = observer
+        self._deferring: int | None = None
+        """The thread whose calls the observer hears of later (:meth:`defer_observer`)."""
+        self._unheard: list[tuple[Any, ...]] = []
+        """Calls of that thread the observer has not heard of yet (at most one: every
+        operation tells the observer of them before it runs)."""
         self._kubernetes = kubernetes
         self._machine = machine
         self._updates = updates
@@ -460,6 +465,42 @@ class ResourceManager:
         with self._serialized("shutdown"):
             self.host.close()
 
+    # ================================================================== observer
+    @property
+    def observed(self) -> bool:
+        """True when an inbound observer (a recorder) hears of the calls."""
+        return self._observer is not None
+
+    def defer_observer(self) -> bool:
+        """Have the observer hear of the calls made on this thread only when
+        :meth:`tell_observer` is called (a driver calls it once its reply is sent, so that
+        the observer's work never delays a reply) or before the next operation runs,
+        whichever comes first: it hears of every call in the pipeline's order all the same.
+        False (and nothing changes) when there is no observer."""
+        if self._observer is None:
+            return False
+        self._deferring = threading.get_ident()
+        return True
+
+    def tell_observer(self) -> None:
+        """Tell the observer of the calls it has not heard of yet (see
+        :meth:`defer_observer`). Never waits: an operation running on another thread tells
+        it first."""
+        if not self._unheard or not self._lock.acquire(blocking=False):
+            return
+        try:
+            self._tell_unheard()
+        finally:
+            self._lock.release()
+
+    def _tell_unheard(self) -> None:
+        unheard = self._unheard
+        self._unheard = []
+        observer = self._observer
+        if observer is not None:
+            for call in unheard:
+                observer.handled(*call)
+
     # ================================================================== events
     def inject_event(self, event: PolicyEvent) -> None:
         """Have the policy handle ``event`` under the pipeline's serialization.
@@ -761,6 +802,8 @@ class ResourceManager:
             )
         self._lock.acquire()
         self._owner = me
+        if self._unheard:  # the observer hears of the calls in the order they ran
+            self._tell_unheard()
 
     def _release(self) -> None:
         self._owner = None
@@ -874,8 +917,7 @@ class _Operation:
                 finally:
                     if failure is None and exc is not None:  # not an Exception: not committed
                         failure = type(exc).__name__
-                    # the fields as arguments: no call object made on every request's path
-                    observer.handled(
+                    call = (
                         self._name,
                         self._pod,
                         self._container,
@@ -885,6 +927,10 @@ class _Operation:
                         None,
                         failure,
                     )
+                    if manager._owner == manager._deferring:  # heard after the reply
+                        manager._unheard.append(call)
+                    else:
+                        observer.handled(*call)
             if exc is None:
                 manager._drain_events()
         finally:

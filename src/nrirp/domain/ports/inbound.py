@@ -42,11 +42,13 @@ class InboundCall(NamedTuple):
 class InboundObserver(Protocol):
     """Told of the resource manager's start and of each inbound call it handled.
 
-    Contract for adapters: every method is called with the pipeline's serialization held, on
-    the caller's thread (a request's own path), in the order the pipeline ran the calls; it
-    must return at once and never raise (keep what it needs and do the work on a thread of
-    its own). The values are immutable and handed over. Calls refused before the start (or
-    before anything ran) are not reported.
+    Contract for adapters: every method is called with the pipeline's serialization held, in
+    the order the pipeline ran the calls, before the next call runs; on the caller's thread,
+    either within the call or, for a driver that asked for it
+    (:meth:`~nrirp.domain.pipeline.manager.ResourceManager.defer_observer`: the NRI plugin),
+    once the driver sent its reply. It must return at once and never raise (keep what it
+    needs and do the work on a thread of its own). The values are immutable and handed over.
+    Calls refused before the start (or before anything ran) are not reported.
 
     Nothing is pushed that the observer may not need: the state saved after a call is there
     to be read (``latest_state``, given at the start) from :meth:`handled`, when the

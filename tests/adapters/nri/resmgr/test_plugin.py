@@ -16,6 +16,7 @@ from nrirp.adapters.nri.resmgr.plugin import ResourceManagerPlugin
 from nrirp.adapters.nri.resmgr.service import PluginService
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
 from nrirp.adapters.nri.stub import Stub
+from nrirp.adapters.nri.stub.scope import handlers_running
 from nrirp.adapters.nri.transport import TtrpcError
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.model import Container, ContainerState
@@ -98,6 +99,7 @@ def with_plugin(
     decisions: RecordingDecisionLog | None = None,
     sync: tuple[list[Any], list[Any]] = ([], []),
     configure: dict[str, str] | None = None,
+    observer: Any = None,
     **peer_options: Any,
 ) -> None:
     async def main() -> None:
@@ -109,6 +111,7 @@ def with_plugin(
             store=store or InMemoryStateStore(),
             updates=updates,
             decisions=decisions,
+            observer=observer,
         )
         manager.start()
         peer, plugin_end = await socketpair_runtime(**peer_options)
@@ -270,6 +273,43 @@ def test_policy_updates_go_out_after_the_reply() -> None:
         ]
 
     with_plugin(body)
+
+
+class AfterReplyObserver:
+    """Notes each call it hears of, and whether an NRI handler was running then."""
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[str, str | None, bool]] = []
+
+    def started(self, *_: Any) -> None:
+        pass
+
+    def handled(self, operation: str, *args: Any) -> None:
+        self.heard.append((operation, args[-1], handlers_running()))
+
+
+def test_an_observer_hears_of_each_call_after_its_reply() -> None:
+    """A recorder's work never delays the runtime: it hears of a call once the handler
+    returned and its reply was handed to the connection, every call once, in order."""
+    observer = AfterReplyObserver()
+    p = pod(**{"refuse.test.nrirp/container.b": "true"})
+
+    async def body(rig: Rig) -> None:
+        await event(rig.peer, "RunPodSandbox", p)
+        await create(rig.peer, p, ctr("a"))
+        with pytest.raises(TtrpcError):
+            await create(rig.peer, p, ctr("b"))
+        await event(rig.peer, "StartContainer", p, ctr("a"))
+        await asyncio.sleep(0.05)  # the last reply's hook runs once the reply is written
+
+    with_plugin(body, observer=observer)
+    assert observer.heard == [
+        ("synchronize", None, False),
+        ("run-pod", None, False),
+        ("create-container", None, False),
+        ("create-container", "no CPUs left for b", False),
+        ("start-container", None, False),
+    ]
 
 
 def test_refused_updates_reach_the_policy() -> None:

@@ -267,3 +267,46 @@ def test_a_handler_that_closes_its_session_then_waits_is_cancelled() -> None:
         assert seen == ["CancelledError"] and session.running_handlers == 0
 
     arun(scenario)
+
+
+@pytest.mark.parametrize("eager", [True, False])
+def test_after_reply_runs_once_each_reply_was_handed_to_the_connection(eager: bool) -> None:
+    """``serve(..., after_reply=f)``: ``f`` runs after every reply of the service (errors
+    too), once the reply's frames were handed over: work that need not delay the reply."""
+
+    async def scenario() -> None:
+        order: list[str] = []
+
+        async def ok(payload: bytes, _ctx: CallContext) -> bytes:
+            order.append("handler")
+            return payload
+
+        async def refused(_payload: bytes, _ctx: CallContext) -> bytes:
+            order.append("handler")
+            raise TtrpcError(StatusCode.NOT_FOUND, "gone")
+
+        server, client = await session_pair(
+            lambda s: s.open(1).serve(
+                SERVICE,
+                {"Ok": ok, "Refused": refused},
+                eager=eager,
+                after_reply=lambda: order.append("after"),
+            ),
+            opens(1),
+        )
+        link: Any = server.endpoints[1]._link
+        send = link.send
+
+        def sending(frames: Any) -> None:
+            order.append("sent")
+            send(frames)
+
+        link.send = sending
+        assert await client.endpoints[1].call(SERVICE, "Ok", b"a") == b"a"
+        with pytest.raises(TtrpcError):
+            await client.endpoints[1].call(SERVICE, "Refused", b"")
+        await asyncio.sleep(0.01)
+        assert order == ["handler", "sent", "after"] * 2
+        await close_all(server, client)
+
+    arun(scenario)

@@ -99,9 +99,15 @@ class ResourceManagerPlugin(Plugin):
         """What the events subscribed to at the last Configure were chosen for."""
         updates.bind_failures(manager.updates_failed)
         self.synchronizations = 0
+        if manager.observed:
+            # the recorder hears of each call after its reply was sent (its work, a few
+            # microseconds of cold code, then never delays the runtime)
+            self.after_reply = manager.tell_observer
 
     # ------------------------------------------------------------------ requests
     async def configure(self, request: api_pb2.ConfigureRequest) -> EventMask:
+        if self.after_reply is not None:
+            self.manager.defer_observer()  # the event loop's thread: the one serving requests
         if self.observer is not None:
             self.observer.configured(request.runtime_name, request.runtime_version)
         level = runtime_level(request.runtime_name, request.runtime_version, request.NRI_version)

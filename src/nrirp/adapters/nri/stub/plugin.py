@@ -10,7 +10,7 @@ generated ``api_pb2`` messages. Raising from a handler fails the call with an er
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
 
@@ -42,6 +42,11 @@ class Plugin:
     Methods that are not overridden are not subscribed to and, should the runtime call them
     anyway, answer with an empty response. A plugin that overrides no event method is refused.
     """
+
+    after_reply: Callable[[], None] | None = None
+    """Not an event: when set (before the stub is made), called after each reply to the
+    runtime was handed to the connection, for work that need not keep the runtime waiting.
+    Synchronous, quick, never raising; it runs on the event loop before the next request."""
 
     async def configure(self, request: api_pb2.ConfigureRequest) -> EventMask | int | None:
         """Configure the plugin (config text, runtime name/version, timeouts, NRI version).

@@ -62,7 +62,10 @@ class _Connection:
         self.hook_task: asyncio.Task[None] | None = None
         dispatcher = Dispatcher(stub.handlers, self.configure)
         self.session.open(PLUGIN_SERVICE_CONN).serve(
-            PLUGIN_SERVICE, dispatcher.methods(), eager=stub.eager
+            PLUGIN_SERVICE,
+            dispatcher.methods(),
+            eager=stub.eager,
+            after_reply=getattr(stub.plugin, "after_reply", None),
         )
         self.runtime: Endpoint = self.session.open(RUNTIME_SERVICE_CONN)
 

@@ -109,6 +109,7 @@ class Endpoint:
         self._link = link
         self._services: dict[str, dict[str, Handler]] = {}
         self._eager: set[str] = set()
+        self._after_reply: dict[str, Callable[[], None]] = {}
         self._pending: dict[int, asyncio.Future[bytes]] = {}
         self._next_stream_id = 1
         self._last_peer_stream_id = 0
@@ -116,7 +117,14 @@ class Endpoint:
 
     # ------------------------------------------------------------------ server side
 
-    def serve(self, service: str, methods: Mapping[str, Handler], *, eager: bool = False) -> None:
+    def serve(
+        self,
+        service: str,
+        methods: Mapping[str, Handler],
+        *,
+        eager: bool = False,
+        after_reply: Callable[[], None] | None = None,
+    ) -> None:
         """Serve ``service`` with the given ``{method: handler}`` table.
 
         ``eager``: a request's handler starts at once, inside the callback that decoded it (a
@@ -126,12 +134,18 @@ class Endpoint:
         wait) and must be fine with running before the rest of the bytes read at once are
         decoded. Requests over :data:`EAGER_MAX_BYTES` start in a task all the same. (Needing
         a task: ``asyncio.timeout``, ``asyncio.current_task()``, and on Python 3.12
-        ``asyncio.wait_for`` and ``TaskGroup``.)"""
+        ``asyncio.wait_for`` and ``TaskGroup``.)
+
+        ``after_reply``: called after each reply of the service was handed to the connection
+        (written to the socket when it takes it at once), for work that need not delay the
+        reply; it must not raise."""
         if service in self._services:
             raise ValueError(f"service {service!r} is already served on connection {self.conn_id}")
         self._services[service] = dict(methods)
         if eager:
             self._eager.add(service)
+        if after_reply is not None:
+            self._after_reply[service] = after_reply
 
     @property
     def services(self) -> Mapping[str, Mapping[str, Handler]]:
@@ -290,7 +304,9 @@ class Endpoint:
         )
         metadata = tuple((kv.key, kv.value) for kv in request.metadata) if request.metadata else ()
         context = CallContext(request.service, request.method, stream_id, deadline, metadata)
-        task = self._serve_call(handler, request.payload, context)
+        task = self._serve_call(
+            handler, request.payload, context, self._after_reply.get(request.service)
+        )
         eager = request.service in self._eager and len(data) <= EAGER_MAX_BYTES
         if not self._link.spawn(task, eager):
             task.close()
@@ -310,7 +326,13 @@ class Endpoint:
 
     # ------------------------------------------------------------------ replies
 
-    async def _serve_call(self, handler: Handler, payload: bytes, context: CallContext) -> None:
+    async def _serve_call(
+        self,
+        handler: Handler,
+        payload: bytes,
+        context: CallContext,
+        after_reply: Callable[[], None] | None = None,
+    ) -> None:
         try:
             reply = await handler(payload, context)
             if not isinstance(reply, bytes | bytearray | memoryview):
@@ -364,6 +386,8 @@ class Endpoint:
             log.debug(
                 "conn %d: reply to stream %d dropped: closed", self.conn_id, context.stream_id
             )
+        if after_reply is not None:
+            after_reply()
 
     def _reply_status(self, stream_id: int, code: StatusCode, message: str) -> None:
         log.debug("conn %d: stream %d: %s: %s", self.conn_id, stream_id, code.name, message)
