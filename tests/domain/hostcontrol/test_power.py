@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -188,6 +189,35 @@ def test_notices_name_what_cannot_be_applied_and_why() -> None:
     partly = dict(caps().cpus)
     partly[3] = CPUCaps(MIN, TURBO, BASE, knobs=frozenset())
     assert class_support(classes["ok"], caps(cpus=partly), BOX.online) == BOX.online - CPUSet.of(3)
+
+
+def test_frequencies_outside_the_host_s_range_are_said_to_be_clamped() -> None:
+    """A kHz value beyond what the CPUs (or the dies' uncore) can run at is clamped when
+    applied, and the configuration's notices say so, naming the limit and where."""
+    classes = {
+        "fast": ClassSettings("fast", min_freq=khz(5_000_000), max_freq=word("turbo")),
+        "slow": ClassSettings("slow", max_freq=khz(500_000), uncore_max_khz=3_000_000),
+        "fine": ClassSettings("fine", min_freq=khz(MIN), max_freq=khz(BASE)),
+    }
+    slower = dict(caps().cpus)
+    for cpu in (4, 5):
+        slower[cpu] = attrs.evolve(slower[cpu], max_khz=3_000_000)
+    lines = power_notices(classes, caps(cpus=slower), BOX.online, has_uncore=True)
+    assert lines == [
+        "CPU class fast cannot be applied in full: "
+        "minFreq on CPUs 4-5: 5000000 kHz is above the highest frequency (3000000 kHz): "
+        "clamped to it; "
+        "minFreq on CPUs 0-3,6-15: 5000000 kHz is above the highest frequency (4000000 kHz): "
+        "clamped to it",
+        "CPU class slow cannot be applied in full: "
+        "maxFreq: 500000 kHz is below the lowest frequency (800000 kHz): clamped to it; "
+        "uncoreMaxFreq on package 0 die 0: 3000000 kHz is above the highest uncore frequency "
+        "(2400000 kHz): clamped to it; "
+        "uncoreMaxFreq on package 1 die 0: 3000000 kHz is above the highest uncore frequency "
+        "(2400000 kHz): clamped to it",
+    ]
+    target = plan_power({"fast": CPUSet.of(4, 0)}, classes, caps(cpus=slower), BOX)
+    assert (target.cpus[4].min_khz, target.cpus[0].min_khz) == (3_000_000, TURBO)
 
 
 def test_legacy_control_classes_are_added_under_unused_names() -> None:

@@ -3,7 +3,8 @@
 :func:`class_support` gives the CPUs on which every setting of a class takes effect (the
 topology-aware policy prefers pools that have them); :func:`power_notices` says, once per
 configuration, what cannot be applied and why (a VM without cpufreq, a read-only file, a
-C-state or governor the CPUs do not have, the SST fields no adapter drives).
+C-state or governor the CPUs do not have, the SST fields no adapter drives), and which
+frequencies lie outside the host's range and are clamped to it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from nrirp.domain.config.enums import FrequencyKeyword
 from nrirp.domain.cpuset import CPUSet
 from nrirp.domain.hostcontrol.classes import ClassSettings
-from nrirp.domain.hostcontrol.power import CPUCaps, Knob, PowerCaps
+from nrirp.domain.hostcontrol.power import CPUCaps, Knob, PowerCaps, UncoreCaps
 
 _FIELD_KNOBS = (
     ("minFreq", "min_freq", Knob.MIN_FREQ),
@@ -84,10 +85,19 @@ def power_notices(
             for why, lacking in reasons.items():
                 where = "" if len(lacking) == len(cpus) else f" on CPUs {CPUSet.from_ids(lacking)}"
                 problems.append(f"{key}{where}: {why}")
+            if attribute in ("min_freq", "max_freq"):
+                value = getattr(settings, attribute)
+                problems.extend(_clamped_cpus(key, knob, value.khz, caps, cpus))
         uncore = settings.uncore_min_khz is not None or settings.uncore_max_khz is not None
         if uncore and not has_uncore:
             why = caps.unavailable.get(Knob.UNCORE, "no uncore frequency control")
             problems.append(f"uncoreMinFreq/uncoreMaxFreq: {why}")
+        elif uncore:
+            for key, khz in (
+                ("uncoreMinFreq", settings.uncore_min_khz),
+                ("uncoreMaxFreq", settings.uncore_max_khz),
+            ):
+                problems.extend(_clamped_dies(key, khz, caps.uncore))
         if settings.pct:
             problems.append(
                 "pctPriority/sstClosID/pctMinFreq/pctMaxFreq: no adapter drives Intel SST"
@@ -96,4 +106,48 @@ def power_notices(
             out.append(
                 f"CPU class {settings.name} cannot be applied in full: " + "; ".join(problems)
             )
+    return out
+
+
+def _clamped_cpus(
+    key: str, knob: Knob, khz: int | None, caps: PowerCaps, cpus: CPUSet
+) -> list[str]:
+    """``key``'s frequency (``None``: a keyword, always within range) on the CPUs whose
+    range it lies outside of, one line per side and limit: it is clamped there."""
+    if khz is None:
+        return []
+    outside: dict[tuple[str, int], list[int]] = {}
+    for cpu in cpus:
+        cpu_caps = caps.cpus.get(cpu)
+        if cpu_caps is None or knob not in cpu_caps.knobs:
+            continue  # said already: the knob is unavailable there
+        if cpu_caps.max_khz is not None and khz > cpu_caps.max_khz:
+            outside.setdefault(("above the highest", cpu_caps.max_khz), []).append(cpu)
+        elif cpu_caps.min_khz is not None and khz < cpu_caps.min_khz:
+            outside.setdefault(("below the lowest", cpu_caps.min_khz), []).append(cpu)
+    out = []
+    for (side, limit), found in sorted(outside.items()):
+        where = "" if len(found) == len(cpus) else f" on CPUs {CPUSet.from_ids(found)}"
+        out.append(f"{key}{where}: {khz} kHz is {side} frequency ({limit} kHz): clamped to it")
+    return out
+
+
+def _clamped_dies(
+    key: str, khz: int | None, dies: Mapping[tuple[int, int], UncoreCaps]
+) -> list[str]:
+    """``key``'s uncore frequency on the dies whose range it lies outside of."""
+    if khz is None:
+        return []
+    out = []
+    for (package, die), die_caps in sorted(dies.items()):
+        if khz > die_caps.max_khz:
+            side, limit = "above the highest", die_caps.max_khz
+        elif khz < die_caps.min_khz:
+            side, limit = "below the lowest", die_caps.min_khz
+        else:
+            continue
+        out.append(
+            f"{key} on package {package} die {die}: {khz} kHz is {side} uncore frequency "
+            f"({limit} kHz): clamped to it"
+        )
     return out
