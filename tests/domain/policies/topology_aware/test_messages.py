@@ -7,6 +7,7 @@ import attrs
 import pytest
 
 from nrirp.domain.model import ContainerState
+from nrirp.domain.model.annotations import RESOURCE_POLICY_DOMAIN
 from nrirp.domain.pipeline import OperationFailedError
 from nrirp.domain.policies.topology_aware import COLD_START_DONE
 from nrirp.domain.policy import PolicyEvent
@@ -89,6 +90,35 @@ def test_a_fallback_from_isolated_cpus_names_both_shortages() -> None:
         "create-container container default/r/c: no pool has 4 free isolated CPUs: best "
         "socket #0 has 3 free of its 3 isolated CPUs (require-isolated-cpus)"
     )
+
+
+def test_require_isolated_cpus_without_whole_cpus_is_said_to_be_ignored() -> None:
+    """Nothing to isolate (no whole CPUs): the container runs as it would without the
+    annotation, and the notices say why it was ignored; false, and a container with whole
+    CPUs, say nothing."""
+    rig = make_rig("box-16", config(reservedPoolNamespaces=["infra"]))
+    required = anno("require-isolated-cpus", "true")
+    _, burstable, _ = rig.run("b", "Burstable", cpu=500, annotations=required)
+    _, small, _ = rig.run("g", "Guaranteed", cpu=500, memory=GiB, annotations=required)
+    _, reserved, _ = rig.run(
+        "r", namespace="infra", cpu=100, annotations=anno("require-isolated-cpus", "1", "c")
+    )
+    rig.run("f", "Burstable", cpu=500, annotations=anno("require-isolated-cpus", "false"))
+    assert [rig.kind(c) for c in (burstable, small, reserved)] == ["shared", "shared", "reserved"]
+    key = f"require-isolated-cpus.{RESOURCE_POLICY_DOMAIN}"
+    shared = (
+        "the container has no whole CPUs to isolate (BestEffort, Burstable or Guaranteed "
+        "below 1 CPU): it runs on shared CPUs"
+    )
+    assert [(n.source, n.message) for n in rig.log.notices] == [
+        ("annotations", f"container c: annotation {key}='true' ignored: {shared}"),
+        ("annotations", f"container c: annotation {key}='true' ignored: {shared}"),
+        (
+            "annotations",
+            f"container c: annotation {key}/container.c='1' ignored: "
+            "the container runs on the reserved CPUs",
+        ),
+    ]
 
 
 def test_a_container_that_cannot_be_synchronized_is_named_by_its_label() -> None:

@@ -55,6 +55,7 @@ from nrirp.domain.policies.topology_aware.preferences import (
     Request,
     build_request,
     container_label,
+    note_unused_isolation,
 )
 from nrirp.domain.policies.topology_aware.request_memo import RequestMemo, annotated
 from nrirp.domain.policy import (
@@ -321,6 +322,7 @@ class TopologyAwarePolicy:
     def _worked_out(self, pod: Pod | None, container: Container) -> tuple[Request, Classes]:
         reader = PolicyAnnotations(self.ctx.annotations(container))
         request = build_request(self._spec, self._index, pod, container, reader)
+        note_unused_isolation(reader, request.cpu)
         if request.strict_hints:
             hints = list(self.ctx.topology_hints(container).values())
             limits = hint_limits(hints, self.ctx.machine)

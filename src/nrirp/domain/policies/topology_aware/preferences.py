@@ -21,6 +21,8 @@ from nrirp.domain.model import (
     Container,
     Pod,
     QOSClass,
+    effective_annotation,
+    parse_bool,
     policy_key,
 )
 from nrirp.domain.policies.topology_aware.config_index import ConfigIndex
@@ -181,6 +183,36 @@ class PolicyAnnotations:
 
     def problem(self, key: str, value: str, reason: str) -> None:
         self.reader.problems.append(AnnotationProblem(key, value, reason))
+
+
+_NOTHING_TO_ISOLATE = {
+    CPUKind.SHARED: "the container has no whole CPUs to isolate (BestEffort, Burstable or "
+    "Guaranteed below 1 CPU): it runs on shared CPUs",
+    CPUKind.RESERVED: "the container runs on the reserved CPUs",
+    CPUKind.PRESERVE: "the container keeps the CPUs it has (cpu.preserve)",
+}
+
+
+def note_unused_isolation(reader: PolicyAnnotations, cpu: CPURequest) -> None:
+    """``require-isolated-cpus: true`` where the request has no whole CPUs (so nothing to
+    isolate) is reported as an annotation problem, not silently ignored. Only for pods with
+    policy annotations; a malformed value is not read here (it is reported where read)."""
+    if not reader.active or cpu.require_isolated:
+        return
+    why = _NOTHING_TO_ISOLATE.get(cpu.kind)
+    if why is None:
+        return
+    inner = reader.reader
+    found = effective_annotation(inner.annotations, REQUIRE_ISOLATED, inner.container_name)
+    if found is None:
+        return
+    matched, value = found
+    try:
+        wanted = parse_bool(value)
+    except ValueError:
+        return
+    if wanted:
+        reader.problem(matched, value, why)
 
 
 def _problem(reader: PolicyAnnotations, key: str, value: str, reason: str) -> None:
