@@ -406,3 +406,50 @@ def test_replies_are_read_as_sent_requests_are_checked() -> None:
         container_from_pb(msg)
     with pytest.raises(ValueError, match=r"^resources\.cpu_realtime_period: -1 is negative$"):
         resources_from_pb(pb.Resources(cpu_realtime_period=-1))
+
+
+def test_requests_the_engine_cannot_use_are_invalid_arguments(
+    served: tuple[EngineClient, Engine, str],
+) -> None:
+    """A request that does not decode (a string that is not UTF-8: grpcio's own answer was
+    INTERNAL, "Exception deserializing request!", the status of a bug, and nothing logged), a
+    blank id (taken, and then no ``Explain`` could name it) and a container of another pod
+    than the request's (refused as "unknown pod", FAILED_PRECONDITION: a Go agent failed the
+    creation as if the policy had refused it) are bad messages."""
+    import grpc
+
+    client, engine, _ = served
+    raw = client._channel.unary_unary("/nrirp.engine.v1.Engine/CreateContainer")
+    pod = pb.Pod(id="sb-bad", name="bad", namespace="default", uid="uid-bad")
+    not_utf8 = pb.ContainerRequest(pod=pod).SerializeToString() + b"\x12\x04\x0a\x02\xff\xfe"
+    with pytest.raises(grpc.RpcError) as undecodable:
+        raw(not_utf8, timeout=10)
+    assert undecodable.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert undecodable.value.details().startswith(
+        "request: cannot decode nrirp.engine.v1.ContainerRequest: "
+    )
+    bad = {
+        "container.id: missing": pb.ContainerRequest(
+            pod=pod, container=pb.Container(id=" \t", name="c")
+        ),
+        "pod.id: missing": pb.ContainerRequest(
+            pod=pb.Pod(id="  ", name="bad"), container=pb.Container(id="ctr-bad", name="c")
+        ),
+        "container.pod_id: 'sb-other' is not the request's pod 'sb-bad'": pb.ContainerRequest(
+            pod=pod, container=pb.Container(id="ctr-bad", pod_id="sb-other", name="c")
+        ),
+    }
+    for reason, request in bad.items():
+        with pytest.raises(EngineCallError) as caught:
+            client._call("CreateContainer", request, pb.CreateContainerReply)
+        assert (caught.value.code, caught.value.reason) == (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            reason,
+        )
+    other_pods = pb.Container(id="ctr-bad", pod_id="sb-other", name="c")
+    with pytest.raises(EngineCallError) as update:
+        client._call(
+            "UpdateContainer", pb.UpdateContainerRequest(pod=pod, container=other_pods), pb.Updates
+        )
+    assert update.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert engine.containers() == [] and engine.pods() == []

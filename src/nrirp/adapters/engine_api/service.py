@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, Protocol, TypeVar
 
 import grpc
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 
 from nrirp.adapters.documents import load_policy_config
 from nrirp.adapters.engine_api import translate as tr
@@ -28,7 +28,7 @@ from nrirp.adapters.engine_api.gen import engine_pb2 as pb
 from nrirp.adapters.engine_api.updates import RoutedRuntimeUpdates
 from nrirp.domain.config import ConfigError, PolicySpecs
 from nrirp.domain.control import RuntimeFeatures
-from nrirp.domain.model import Adjustment, ContainerState, Update
+from nrirp.domain.model import Adjustment, Container, ContainerState, Pod, Update
 from nrirp.domain.pipeline import (
     OperationFailedError,
     PipelineError,
@@ -80,6 +80,20 @@ def _abort(context: grpc.ServicerContext, exc: Exception) -> NoReturn:
         context.abort(grpc.StatusCode.UNIMPLEMENTED, str(exc))
     log.error("engine API call failed", exc_info=exc)
     context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+
+
+def _pod_and_container(
+    request: pb.ContainerRequest | pb.UpdateContainerRequest,
+) -> tuple[Pod, Container]:
+    """A request's pod and container, the container of that pod (an empty ``pod_id`` is
+    the pod's): a container of another pod is a bad message, not an unknown pod."""
+    pod = tr.pod_from_pb(request.pod)
+    container = tr.container_from_pb(request.container, pod.id)
+    if container.pod_id != pod.id:
+        raise tr.MessageError(
+            f"container.pod_id: {container.pod_id!r} is not the request's pod {pod.id!r}"
+        )
+    return pod, container
 
 
 class EngineService:
@@ -153,9 +167,19 @@ class EngineService:
         *,
         with_context: bool = False,
     ) -> grpc.RpcMethodHandler:
-        """``call(request)``, or ``call(request, context)`` ``with_context``."""
+        """``call(request)``, or ``call(request, context)`` ``with_context``. The request is
+        decoded here, not by grpcio: one that does not decode (a string that is not UTF-8, a
+        corrupt wire format) is INVALID_ARGUMENT, where grpcio answers INTERNAL."""
 
-        def behavior(request: Req, context: grpc.ServicerContext) -> Resp:
+        def behavior(raw: bytes, context: grpc.ServicerContext) -> Resp:
+            try:
+                request = request_type.FromString(raw)
+            except DecodeError as exc:
+                name = request_type.DESCRIPTOR.full_name
+                detail = str(exc).removeprefix(f"Error parsing message with type '{name}': ")
+                context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT, f"request: cannot decode {name}: {detail}"
+                )
             try:
                 return call(request, context) if with_context else call(request)
             except Exception as exc:
@@ -164,9 +188,7 @@ class EngineService:
         def serialize(reply: Resp) -> bytes:
             return reply.SerializeToString()
 
-        return grpc.unary_unary_rpc_method_handler(
-            behavior, request_deserializer=request_type.FromString, response_serializer=serialize
-        )
+        return grpc.unary_unary_rpc_method_handler(behavior, response_serializer=serialize)
 
     # ------------------------------------------------------------------ helpers
     def _updates_reply(self, run: Callable[[], Sequence[Update] | None]) -> pb.Updates:
@@ -199,10 +221,8 @@ class EngineService:
         return self._updates_reply(lambda: self.manager.remove_pod(pod))
 
     def create_container(self, request: pb.ContainerRequest) -> pb.CreateContainerReply:
-        pod = tr.pod_from_pb(request.pod)
-        container = tr.container_from_pb(request.container, pod.id).with_state(
-            ContainerState.CREATING
-        )
+        pod, container = _pod_and_container(request)
+        container = container.with_state(ContainerState.CREATING)
         with self.updates.capture() as captured:
             result = self.manager.create_container(pod, container)
         updates = [*result.updates, *captured]
@@ -213,8 +233,7 @@ class EngineService:
         )
 
     def _hook(self, request: pb.ContainerRequest, hook: Callable[..., Any]) -> pb.Updates:
-        pod = tr.pod_from_pb(request.pod)
-        container = tr.container_from_pb(request.container, pod.id)
+        pod, container = _pod_and_container(request)
         return self._updates_reply(lambda: hook(pod, container))
 
     def post_create_container(self, request: pb.ContainerRequest) -> pb.Updates:
@@ -236,8 +255,7 @@ class EngineService:
         return self._hook(request, self.manager.remove_container)
 
     def update_container(self, request: pb.UpdateContainerRequest) -> pb.Updates:
-        pod = tr.pod_from_pb(request.pod)
-        container = tr.container_from_pb(request.container, pod.id)
+        pod, container = _pod_and_container(request)
         resources = tr.resources_from_pb(request.resources)
         return self._updates_reply(lambda: self.manager.update_container(pod, container, resources))
 

@@ -115,7 +115,7 @@ def resources_to_pb(resources: LinuxResources) -> pb.Resources:
 
 
 def pod_from_pb(msg: pb.Pod, *, check: bool = True) -> Pod:
-    if not msg.id:
+    if not (msg.id.strip() if check else msg.id):  # a blank id names nothing
         raise MessageError("pod.id: missing")
     return Pod(
         id=msg.id,
@@ -170,7 +170,7 @@ def _mounts_to_pb(mounts: tuple[Mount, ...]) -> list[pb.Mount]:
 def container_from_pb(msg: pb.Container, pod_id: str = "", *, check: bool = True) -> Container:
     """The container; ``pod_id`` fills an empty ``pod_id`` (the request's pod); ``check``: as
     :func:`resources_from_pb`'s."""
-    if not msg.id:
+    if not (msg.id.strip() if check else msg.id):  # a blank id names nothing
         raise MessageError("container.id: missing")
     state = _STATES.get(msg.state)
     if state is None:
