@@ -182,6 +182,51 @@ def test_a_damaged_recording_says_where(
     assert "(step 6)" in err and "unknown field" in err
 
 
+def test_a_recording_cut_short_names_the_line_it_was_cut_at(
+    recording: tuple[Path, list[Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The parser notices a line cut short where its flow mapping would go on (past the end
+    of the file): the advice keeps the complete lines before the cut one, not the cut one."""
+    path, _ = recording
+    lines = path.read_text().splitlines(keepends=True)
+    step = lines[20]
+    assert step.startswith('- {"') and '":' in step
+    cut = tmp_path / "cut.yaml"
+    cut.write_text("".join(lines[:20]) + step[: step.index('":') + 2])  # after a key's colon
+    code, _, err = run(capsys, "--workload", str(cut))
+    assert code == EXIT_INPUT
+    assert "invalid YAML at line 22" in err  # where the parser stopped
+    assert "the recording is damaged at line 21" in err
+    assert f"`head -n 20 {cut} > part.yaml` keeps the steps before it" in err
+    kept = tmp_path / "part.yaml"
+    kept.write_text("".join(lines[:20]))  # what the advice keeps replays
+    assert run(capsys, "--workload", str(kept))[0] == EXIT_OK
+    # a header cut short: no part of it to keep
+    header = tmp_path / "header.yaml"
+    assert lines[3].startswith("recording: ")
+    header.write_text("".join(lines[:3]) + lines[3][: len(lines[3]) // 2])
+    code, _, err = run(capsys, "--workload", str(header))
+    assert code == EXIT_INPUT
+    assert "the recording is damaged at line 4" in err
+    assert "it is the part's header" in err and "head -n" not in err
+
+
+def test_a_recording_with_a_zeroed_or_undecodable_tail_gets_the_advice_too(
+    recording: tuple[Path, list[Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A crash can leave NUL bytes (a file system that extended the file but never wrote
+    it) or bytes that are not UTF-8: the parser then names no line, and the advice finds it."""
+    path, _ = recording
+    lines = path.read_text().splitlines(keepends=True)
+    for name, tail in (("zeroed", b"\0" * 300), ("binary", b"\xff\xfe junk\n")):
+        damaged = tmp_path / f"{name}.yaml"
+        damaged.write_bytes("".join(lines[:20]).encode() + tail)
+        code, _, err = run(capsys, "--workload", str(damaged))
+        assert code == EXIT_INPUT, name
+        assert "the recording is damaged at line 21" in err, (name, err)
+        assert f"`head -n 20 {damaged} > part.yaml` keeps the steps before it" in err, name
+
+
 def test_a_plain_workload_still_needs_a_policy(capsys: pytest.CaptureFixture[str]) -> None:
     from tests.app.test_simulate_cli import TEMPLATE_WORKLOAD
 

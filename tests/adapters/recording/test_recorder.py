@@ -121,6 +121,38 @@ def test_calls_become_steps_in_order(tmp_path: Path) -> None:
     assert rec.steps == 11
 
 
+def test_the_marks_say_when_a_part_began_not_when_it_was_written(tmp_path: Path) -> None:
+    """The thread writes at a quiet moment, or only when the daemon stops: the header's
+    ``started`` and a rotation's mark are the times of the start and of the state taken
+    then, not of the write."""
+    clock = [1_000_000.0]
+    rec = recorder(tmp_path / "rec.yaml", wall_clock=lambda: clock[0])  # not opened yet
+    saved: list[Any] = [None]
+    rec.started(None, None, lambda: saved[-1])  # 1970-01-12T13:46:40.000Z
+    pod = make_pod()
+    ctr = make_container(pod, "a")
+    clock[0] += 60
+    rec.handled("run-pod", pod)
+    rec.handled("create-container", pod, ctr)
+    rec.handled("start-container", pod, ctr)
+    clock[0] += 60
+    rec.want_state(rec._states)
+    saved.append({"version": 1})
+    rec.handled("stop-container", pod, ctr)  # the next part begins here: 13:48:40
+    clock[0] += 3600  # written an hour later
+    rec.open()
+    rec.close()
+    first = (tmp_path / "rec.yaml.1").read_text().splitlines()
+    assert first[2].endswith('recorded by nrirp run from 1970-01-12T13:46:40.000Z (part 1)"')
+    continued = f"# continued in {tmp_path / 'rec.yaml'} (part 2)"
+    assert first[-1] == f"{continued} at 1970-01-12T13:48:40.000Z"
+    current = load_workload(str(tmp_path / "rec.yaml"))
+    assert current.recording is not None
+    assert current.recording.started == "1970-01-12T13:48:40.000Z"
+    last = (tmp_path / "rec.yaml").read_text().splitlines()[-1]
+    assert last == "# end of recording: the daemon stopped at 1970-01-12T14:48:40.000Z"
+
+
 def test_a_call_looks_further_only_past_one_threshold(tmp_path: Path) -> None:
     """On the pipeline's path a call compares one number; asked for the state (or once the
     thread changed the thresholds) the next call looks, and the state it queues is the one
@@ -148,7 +180,7 @@ def test_a_call_looks_further_only_past_one_threshold(tmp_path: Path) -> None:
     saved.append({"version": 1, "after": "stop-container"})
     rec.handled("stop-container", pod, ctr)
     assert looked == ["create-container", "start-container", "stop-container"]
-    assert rec._queue[-1] == ("snapshot", saved[-1]) and rec._limit > rec._queued
+    assert rec._queue[-1][:2] == ("snapshot", saved[-1]) and rec._limit > rec._queued
     rec._look_again()  # the thread took what waited and reckoned anew
     rec.handled("remove-container", pod, ctr)
     rec.handled("stop-pod", pod)
@@ -271,17 +303,50 @@ print(opened, "nrirp.adapters.fakehw" in sys.modules)
 
 def test_an_older_recording_is_kept_and_bad_limits_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "rec.yaml"
-    path.write_text("the previous run's\n")
+    previous = "# nrirp recording (the previous run's, cut short)\n"
+    path.write_text(previous)
     rec = recorder(path, limits=RecordingLimits(64 * KiB, 2))
     rec.open()
     rec.close()
-    assert (tmp_path / "rec.yaml.1").read_text() == "the previous run's\n"
+    assert (tmp_path / "rec.yaml.1").read_text() == previous
     with pytest.raises(RecordingError, match="65536 to 4194304 bytes"):
         recorder(path, limits=RecordingLimits(1000, 2))
     with pytest.raises(RecordingError, match="number of recording files must be 1 to 100"):
         recorder(path, limits=RecordingLimits(64 * KiB, 0))
     with pytest.raises(RecordingError, match=r"cannot record to .*missing/rec\.yaml"):
         recorder(tmp_path / "missing" / "rec.yaml").open()
+
+
+@pytest.mark.parametrize("at", ["rec.yaml", "rec.yaml.1", "rec.yaml.3"])
+def test_only_recordings_are_moved_aside_or_deleted(tmp_path: Path, at: str) -> None:
+    """``--record`` given the configuration file, the state directory or any other file
+    (at the path or where a rotation puts a part): the start is refused, nothing moved; the
+    files a recording leaves (even empty, the daemon killed before it wrote) move as ever."""
+    path = tmp_path / "rec.yaml"
+    other = tmp_path / at
+    other.write_text("reservedResources: {cpu: 1000m}\n")  # the node's configuration
+    with pytest.raises(RecordingError) as raised:
+        recorder(path, limits=RecordingLimits(64 * KiB, 4)).open()
+    assert str(raised.value) == (
+        f"cannot record to {path}: {other} is a file that is not a recording (it does not "
+        "begin with '# nrirp recording'), not the recording's to move aside (and in the end "
+        "delete): record to another path, or move it away"
+    )
+    assert other.read_text() == "reservedResources: {cpu: 1000m}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [at]
+    other.unlink()
+    other.mkdir()  # the state directory
+    (other / "cache").write_text("{}")
+    with pytest.raises(RecordingError, match=f"{other} is a directory, not the recording's"):
+        recorder(path, limits=RecordingLimits(64 * KiB, 4)).open()
+    assert (other / "cache").read_text() == "{}"
+    (other / "cache").unlink()
+    other.rmdir()
+    other.write_bytes(b"")  # an empty part: the daemon was killed before it wrote
+    rec = recorder(path, limits=RecordingLimits(64 * KiB, 4))
+    rec.open()
+    rec.close()
+    assert path.read_text().startswith("# end of recording")  # recorded, nothing started
 
 
 def test_a_symbolic_link_at_the_path_is_moved_aside_never_followed(tmp_path: Path) -> None:

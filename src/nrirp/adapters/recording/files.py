@@ -2,12 +2,15 @@
 
 ``FILE`` is the current part; a full part becomes ``FILE.1`` (the one before it ``FILE.2``,
 ...), and the oldest beyond ``files`` is deleted. Files are created 0600, never through a
-symbolic link.
+symbolic link. Only recordings are moved or deleted: anything else at one of these paths (a
+directory, a file that is not a recording: ``--record`` mistyped as the configuration file or
+the state directory) stops the start, untouched.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 
 import attrs
 
@@ -15,6 +18,8 @@ from nrirp.adapters.documents import WORKLOAD
 
 MIN_BYTES = 64 << 10
 MAX_FILES = 100
+MARK = b"# nrirp recording"
+"""What every part begins with (the writer's first line)."""
 
 
 class RecordingError(Exception):
@@ -57,11 +62,39 @@ class RecordingFiles:
         """Move an existing recording at ``path`` out of the way (it becomes ``.1``) and
         create an empty one; raises :class:`RecordingError`."""
         try:
+            for index in range(self.limits.files):
+                self._check_ours(self.rotated(index))
             if os.path.lexists(self.path):
                 self._shift()
             self._open()
         except OSError as exc:
             raise RecordingError(f"cannot record to {self.path}: {exc.strerror or exc}") from None
+
+    def _check_ours(self, path: str) -> None:
+        """Raise :class:`RecordingError` when what is at ``path`` is not ours to move or
+        delete: anything but nothing, a symbolic link (moved, never followed), an empty file
+        or one that begins as a recording does."""
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(info.st_mode):
+            return
+        if stat.S_ISDIR(info.st_mode):
+            what = "a directory"
+        elif not stat.S_ISREG(info.st_mode):
+            what = "not a regular file"
+        else:
+            if info.st_size == 0:
+                return
+            with open(path, "rb") as handle:
+                if handle.read(len(MARK)) == MARK:
+                    return
+            what = "a file that is not a recording (it does not begin with '# nrirp recording')"
+        raise RecordingError(
+            f"cannot record to {self.path}: {path} is {what}, not the recording's to move "
+            "aside (and in the end delete): record to another path, or move it away"
+        )
 
     def write(self, data: bytes) -> None:
         assert self._fd is not None

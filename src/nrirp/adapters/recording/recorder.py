@@ -267,7 +267,7 @@ class Recorder:
         latest_state: LatestState,
     ) -> None:
         self._latest_state = latest_state
-        self._put((_BEGIN, config, restored))
+        self._put((_BEGIN, config, restored, self._now()))  # the part began now, not when written
 
     def handled(
         self,
@@ -329,7 +329,7 @@ class Recorder:
             # the next part's room, reckoned from the last one's header (the thread's number)
             self._mark_at = queued + self._fresh
             self._states += 1
-            self._queue.append((_SNAPSHOT, self._latest_state()))
+            self._queue.append((_SNAPSHOT, self._latest_state(), self._now()))
         self._limit = min(self._handed + self._press, self._mark_at)
         if self._look or self._want_state:
             self._limit = -1  # changed meanwhile: look again at the next call
@@ -438,11 +438,11 @@ class Recorder:
                 continue
             kind = item[0]
             if kind == _SNAPSHOT:
-                records.append((STATE, self._state_line(item[1])))
+                records.append((STATE, self._state_line(item[1]), item[2]))
             elif kind == _BEGIN:
                 config = None if item[1] is None else dict(self._dump(item[1]))
                 restored = None if item[2] is None else yaml_bytes(item[2])
-                records.append((STARTED, config, restored))
+                records.append((STARTED, config, restored, item[3]))
             else:
                 records.append(item)
         return records

@@ -3,14 +3,15 @@
 The recorder (``recorder.py``) hands over *records*, plain tuples of strings, bytes and plain
 data (what the recorder's thread made of the calls), in the pipeline's order:
 
-* ``(STARTED, config, state)``: the resource manager started with ``config`` (a document,
-  ``None``: the defaults) on the restored ``state`` (its line of JSON, ``None``: none): the
-  first part begins;
+* ``(STARTED, config, state[, when])``: the resource manager started with ``config`` (a
+  document, ``None``: the defaults) on the restored ``state`` (its line of JSON, ``None``:
+  none) at ``when`` (seconds since the epoch; default: when written): the first part begins;
 * ``(ID_STEP, operation, id, failure)``: a step naming what the runtime acted on;
 * ``(LINE, line)``: a step already made (one line of YAML without its ``- ``);
 * ``(CONFIG, config)``: a configuration applied: its step, and the next part's header's;
-* ``(STATE, state)``: the state at this point in the calls (its line of JSON, ``None``: the
-  restored one): the next part begins here;
+* ``(STATE, state[, when])``: the state at this point in the calls (its line of JSON,
+  ``None``: the restored one), taken at ``when``: the next part begins here (the thread
+  writes later, at a quiet moment: the marks say when the part began, not when written);
 * ``(STOP, reason)``: the recording stops (the recorder could not keep up).
 
 The writer asks for a ``STATE`` once the part is nearly full (``want_state``, past
@@ -135,10 +136,10 @@ class RecordingWriter:
             self._step(yaml_bytes({"reconfigure": {"config": record[1]}}))
             self._config = record[1]
         elif kind == STATE:
-            self._rotate(self._base if record[1] is None else record[1])
+            self._rotate(self._base if record[1] is None else record[1], _when(record, 2))
         elif kind == STARTED:
             self._config, self._base = record[1], record[2]
-            self._begin_part(self._base)
+            self._begin_part(self._base, _when(record, 3))
         elif kind == STOP:
             self._stop(str(record[1]))
         else:
@@ -168,12 +169,13 @@ class RecordingWriter:
             self._asked = True
             self._want_state(self.states)
 
-    def _rotate(self, state: bytes | None) -> None:
-        """Begin the next part here."""
+    def _rotate(self, state: bytes | None, when: float | None = None) -> None:
+        """Begin the next part here (``when``: the time of ``state``)."""
         self.states += 1
         if self._part == 0:
             return
-        self._emit(f"# continued in {self.files.path} (part {self._part + 1}) at {self._time()}\n")
+        at = self._time(when)
+        self._emit(f"# continued in {self.files.path} (part {self._part + 1}) at {at}\n")
         self._write()
         if self.stopped is not None:
             return
@@ -184,11 +186,11 @@ class RecordingWriter:
             return
         self._size = 0
         self._asked = False
-        self._begin_part(state)
+        self._begin_part(state, when)
 
-    def _begin_part(self, state: bytes | None) -> None:
+    def _begin_part(self, state: bytes | None, when: float | None = None) -> None:
         self._part += 1
-        started = self._time()
+        started = self._time(when)
         header = yaml_bytes(
             {**self._header(), "config": self._config, "started": started, "part": self._part}
         )
@@ -244,9 +246,14 @@ class RecordingWriter:
             with contextlib.suppress(OSError, AssertionError):  # the best we can do
                 self.files.write(f"# recording stopped: cannot write: {exc}\n".encode())
 
-    def _time(self) -> str:
-        now = self._now()
+    def _time(self, when: float | None = None) -> str:
+        now = self._now() if when is None else when
         return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+
+
+def _when(record: Record, index: int) -> float | None:
+    """The time a record carries at ``index`` (``None``: none, the time it is written)."""
+    return record[index] if len(record) > index else None
 
 
 __all__ = [

@@ -244,10 +244,10 @@ def _workload(path: str) -> Any:
         raise _Exit(EXIT_INPUT, f"cannot read workload {path}: {exc.strerror or exc}") from None
     except WorkloadError as exc:
         message = str(exc)
-        if is_recording(path):
+        if is_recording(path) and "<document>: invalid YAML" in message:
+            # with the parser's line when it says one (not for a NUL byte or bad UTF-8)
             found = re.search(r"<document>: invalid YAML at line (\d+)", message)
-            hint = damage_hint(path, int(found.group(1)) if found else None)
-            message += f"\n{hint}" if found else ""
+            message += "\n" + damage_hint(path, int(found.group(1)) if found else None)
         raise _Exit(EXIT_INPUT, message) from None
 
 

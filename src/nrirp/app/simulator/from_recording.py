@@ -4,7 +4,9 @@ policy and configuration, the state it started from; and what to say about a dam
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Mapping
 
 from dependency_injector import providers
@@ -89,10 +91,76 @@ def ending(path: str) -> str | None:
 
 
 def damage_hint(path: str, line: int | None) -> str:
-    """Advice for a recording that does not read at ``line``."""
-    where = f"line {line}" if line else "some line"
-    keep = f"`head -n {line - 1} {path} > part.yaml` keeps the steps before it" if line else ""
-    return (
+    """Advice for a recording that does not read, the YAML parser having stopped at ``line``
+    (``None``: it did not say where). The damaged line is the first one up to ``line`` that
+    is not what the writer writes (see :func:`_first_damaged_line`): the parser notices a
+    line cut short only on a later one (past the end of the file, for the last line)."""
+    found = _first_damaged_line(path, line)
+    damaged, in_header = found if found is not None else (line, False)
+    where = f"line {damaged}" if damaged else "some line"
+    problem = (
         f"the recording is damaged at {where} (cut short or corrupted: the daemon killed while "
-        f"writing, a full disk, an edit)" + (f"; {keep}" if keep else "")
+        f"writing, a full disk, an edit)"
     )
+    if not damaged:
+        return problem
+    if in_header:
+        return (
+            f"{problem}; it is the part's header (its machine, configuration and state): no "
+            "step of this part replays without it"
+        )
+    return f"{problem}; `head -n {damaged - 1} {path} > part.yaml` keeps the steps before it"
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+"""Control characters the writer never writes (a tab aside; YAML refuses most of them)."""
+
+
+def _first_damaged_line(path: str, limit: int | None) -> tuple[int, bool] | None:
+    """The first line (up to ``limit``) of the recording at ``path`` that is not one the
+    writer writes: a comment, ``description: "..."``, ``recording: {JSON}``, ``steps:``, a
+    step ``- {JSON}``; and whether it is before ``steps:`` (the header). ``None``: none."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    in_header = True
+    for number, raw in enumerate(lines, 1):
+        if limit is not None and number > limit:
+            break
+        if not _line_is_whole(raw, in_header):
+            return number, in_header
+        if raw == b"steps:":
+            in_header = False
+    return None
+
+
+def _line_is_whole(raw: bytes, in_header: bool) -> bool:
+    """Whether ``raw`` is a line as the writer writes it, in the header or among the steps."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    if _CONTROL.search(text):
+        return False
+    if text.startswith("#"):
+        return True
+    if in_header:
+        if text == "steps:":
+            return True
+        if text.startswith("description: "):
+            value = text.removeprefix("description: ")
+            return len(value) >= 2 and value[0] == value[-1] == '"'
+        prefix = "recording: "
+    else:
+        prefix = "- "
+    if not text.startswith(prefix):
+        return False
+    try:
+        return isinstance(json.loads(text.removeprefix(prefix)), dict)
+    except ValueError:
+        return False
