@@ -80,9 +80,10 @@ def describe_step(step: Step) -> str:
     if isinstance(action, Duration):
         return f"sleep {action}"
     if isinstance(action, Synchronize):
+        pods, containers = len(action.pods), len(action.containers)
         return (
-            f"synchronize: the runtime runs {len(action.pods)} pods, "
-            f"{len(action.containers)} containers"
+            f"synchronize: the runtime runs {pods} pod{'' if pods == 1 else 's'}, "
+            f"{containers} container{'' if containers == 1 else 's'}"
         )
     if isinstance(action, RecordedPod):
         return f"run pod sandbox {step.subject}"
