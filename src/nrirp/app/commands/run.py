@@ -28,7 +28,7 @@ from nrirp.app.commands.common.parsing import (
     add_policy_argument,
     non_negative_seconds,
 )
-from nrirp.app.commands.common.recording import add_record_arguments
+from nrirp.app.commands.common.recording import add_record_arguments, record_usage_problem
 
 if TYPE_CHECKING:
     from nrirp.adapters.storage import FileStateStore
@@ -147,6 +147,10 @@ def run(args: argparse.Namespace) -> int:
     from nrirp.adapters.system import configure_logging
 
     configure_logging(args.log_level, args.log_format)
+    problem = record_usage_problem(args)
+    if problem is not None:
+        log.error("%s", problem)
+        return EXIT_CONFIG
     try:
         return _run(args)
     except Exception:

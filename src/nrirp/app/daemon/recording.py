@@ -30,6 +30,7 @@ def start_recording(
     from dependency_injector import providers
 
     from nrirp.adapters.recording import Recorder, RecordingError, RecordingLimits
+    from nrirp.app.commands.common.recording import record_limits
 
     core = container.core.container
     try:
@@ -38,7 +39,7 @@ def start_recording(
             policy=args.policy,
             machine=machine,
             dump_config=core.config_codec().dump,
-            limits=RecordingLimits(args.record_max_bytes, args.record_files),
+            limits=RecordingLimits(*record_limits(args)),
             node=getattr(args, "node_name", None) or os.uname().nodename,
         )
     except RecordingError as exc:
