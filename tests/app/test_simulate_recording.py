@@ -227,6 +227,19 @@ def test_a_recording_with_a_zeroed_or_undecodable_tail_gets_the_advice_too(
         assert f"`head -n 20 {damaged} > part.yaml` keeps the steps before it" in err, name
 
 
+def test_an_empty_workload_says_it_is_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "rec.yaml"
+    empty.write_bytes(b"")  # a daemon killed before its writer wrote the header
+    code, _, err = run(capsys, "--workload", str(empty))
+    assert code == EXIT_INPUT
+    assert err.strip() == (
+        f"nrirp simulate: workload {empty} is empty (a recording of a daemon stopped before "
+        "it wrote anything?)"
+    )
+
+
 def test_a_plain_workload_still_needs_a_policy(capsys: pytest.CaptureFixture[str]) -> None:
     from tests.app.test_simulate_cli import TEMPLATE_WORKLOAD
 

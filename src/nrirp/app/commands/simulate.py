@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import Any
 
@@ -239,6 +240,12 @@ def _workload(path: str) -> Any:
     from nrirp.app.simulator.from_recording import damage_hint, is_recording
 
     try:
+        if os.path.isfile(path) and os.path.getsize(path) == 0:
+            raise _Exit(
+                EXIT_INPUT,
+                f"workload {path} is empty (a recording of a daemon stopped before it wrote "
+                "anything?)",
+            )
         return load_workload(path)
     except OSError as exc:
         raise _Exit(EXIT_INPUT, f"cannot read workload {path}: {exc.strerror or exc}") from None
