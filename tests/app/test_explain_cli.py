@@ -46,7 +46,9 @@ def test_affinity_workload_explained_after_step_2(capsys: pytest.CaptureFixture[
     [decided] = [line for line in lines if line.startswith("  >")]
     assert decided.split()[1:3] == ["2", "affinity"] and "10" in decided.split()
     header = next(line for line in lines if "ITEM" in line)
-    assert header.split("ITEM")[1].split()[:3] == ["NUMA", "node", "#1"]  # the winner first
+    assert header.split()[:2] == ["ITEM", "BETTER"]  # which value wins each item
+    assert header.split("BETTER")[1].split()[:3] == ["NUMA", "node", "#1"]  # the winner first
+    assert decided.split()[3] == "higher"  # the higher affinity wins
 
 
 def test_json_document(capsys: pytest.CaptureFixture[str]) -> None:

@@ -75,3 +75,44 @@ def test_the_renderer_reads_both_forms() -> None:
         first = render_explanation(form).splitlines()[0]
         assert first == "container:  prod/web/nginx (id cid-1)"
     assert document_label({"format": EXPLAIN_FORMAT}) == "?"
+
+
+def test_the_item_table_says_which_value_wins_each_item() -> None:
+    """A reader cannot tell from "6 memory nodes offered: 1, 2" alone that fewer win: the
+    ``BETTER`` column shows each item's ``better`` (docs/explain.md)."""
+
+    def item(number: int, name: str, value: Any, better: str) -> dict[str, Any]:
+        return {"number": number, "name": name, "value": value, "better": better}
+
+    def items(fits: bool, nodes: int, left: int, position: int) -> list[dict[str, Any]]:
+        return [
+            item(1, "fits", fits, "true"),
+            item(6, "memory nodes offered", nodes, "lower"),
+            item(11, "capacity left", left, "higher"),
+            item(12, "list position", position, "first"),
+        ]
+
+    document = explanation_document(_explanation("prod/web/nginx"))
+    document["stages"] = [
+        {
+            "name": "pool",
+            "outcome": "a",
+            "rule": "",
+            "winner": "a",
+            "deciding": {"item": item(6, "memory nodes offered", 1, "lower"), "runner_up": "b"},
+            "candidates": [
+                {"name": "a", "standing": "chosen", "note": "", "items": items(True, 1, 5, 0)},
+                {"name": "b", "standing": "ranked", "note": "", "items": items(True, 2, 9, 1)},
+            ],
+        }
+    ]
+    lines = render_explanation(document).splitlines()
+    table = lines[lines.index(next(line for line in lines if "ITEM" in line)) :]
+    assert [row.split()[-4:] for row in table] == [
+        ["ITEM", "BETTER", "a", "b"],
+        ["fits", "yes", "yes", "yes"],
+        ["offered", "lower", "1", "2"],
+        ["left", "higher", "5", "9"],
+        ["position", "first", "0", "1"],
+    ]
+    assert table[2].split()[:4] == [">", "6", "memory", "nodes"]

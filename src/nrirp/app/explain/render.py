@@ -3,7 +3,8 @@
 A header (container, policy, verdict, where it is now, a remembered refusal, notes), then
 each stage: its outcome, every candidate with how it fared, and the scoring items of the
 first candidates side by side (the winner first; an item whose values decided is marked
-``>``). Items that do not apply to any of the shown candidates are left out.
+``>``), each with which value wins it (``BETTER``: higher, lower, yes, first). Items that do
+not apply to any of the shown candidates are left out.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from typing import Any
 from nrirp.app.explain.document import document_label
 
 DEFAULT_COLUMNS = 4
+
+_BETTER = {"higher": "higher", "lower": "lower", "true": "yes", "first": "first"}
+"""How an item's ``better`` reads in the ``BETTER`` column (a value that wins the item)."""
 
 
 def render_explanation(document: Mapping[str, Any], *, columns: int = DEFAULT_COLUMNS) -> str:
@@ -60,13 +64,15 @@ def _items(
     """Items as rows, candidates as columns (the rows of the first candidate's items)."""
     first: Sequence[Mapping[str, Any]] = candidates[0]["items"]
     decided = deciding["item"] if deciding else None
-    rows = [["", "ITEM", *(c.get("name", "") for c in candidates)]]
+    rows = [["", "ITEM", "BETTER", *(c.get("name", "") for c in candidates)]]
     for index, item in enumerate(first):
         values = [_value(c["items"][index]) if index < len(c["items"]) else "" for c in candidates]
         if all(v == "-" for v in values):
             continue
         mark = ">" if decided is not None and _same(item, decided) else ""
-        rows.append([mark, f"{item.get('number', '')} {item.get('name', '')}", *values])
+        label = f"{item.get('number', '')} {item.get('name', '')}"
+        better = item.get("better")
+        rows.append([mark, label, _BETTER.get(str(better), str(better or "")), *values])
     return _table(rows)
 
 
