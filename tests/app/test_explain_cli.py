@@ -116,6 +116,20 @@ def test_balloons_workload(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(found) == 1 and data["summary"].startswith(f"balloon {found[0]} of type ")
 
 
+def test_a_balloons_fill_outcome_says_yes_and_no(capsys: pytest.CaptureFixture[str]) -> None:
+    """A yes/no item that decided reads as the tables say it, not as Python's True/False."""
+    argv = ["--machine", "box-16", "--policy", "balloons"]
+    argv += ["--workload", str(WORKLOADS / "balloons" / "basics.yaml")]
+    argv += ["--config", str(WORKLOADS / "balloons" / "configs" / "basics.yaml")]
+    code, out, err = run(capsys, *argv, "--step", "5", "web/extra/app")
+    assert code == 0, err
+    assert (
+        "fill: balanced-inflate: web[1]: max free mCPU covers the request yes against no for "
+        "web[0]"
+    ) in out
+    assert "True" not in out and "False" not in out
+
+
 def test_unknown_container_and_bad_step(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, *AFFINITY, "--step", "1", "default/web/nginx")
     assert code == EXIT_UNKNOWN

@@ -227,3 +227,14 @@ def deciding_item(
         if mine.value != theirs.value:
             return Deciding(mine, runner_up_name, theirs.value)
     return None
+
+
+def value_text(value: Value) -> str:
+    """An item's value as an explanation's text says it (``yes``/``no``, ``-`` for none)."""
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    if value is None:
+        return "-"
+    return str(value)

@@ -43,6 +43,7 @@ from nrirp.domain.policy.explanation import (
     Subject,
     Verdict,
     identity,
+    value_text,
 )
 
 POLICY = "balloons"
@@ -309,8 +310,8 @@ def _method_stage(
         outcome = f"{winner.name}"
         if deciding is not None:
             outcome += (
-                f": {deciding.item.name} {deciding.item.value} against "
-                f"{deciding.runner_up_value} for {deciding.runner_up}"
+                f": {deciding.item.name} {value_text(deciding.item.value)} against "
+                f"{value_text(deciding.runner_up_value)} for {deciding.runner_up}"
             )
         elif len(keyed) == 1:
             outcome += ": the only candidate"

@@ -68,6 +68,7 @@ from nrirp.domain.policy.explanation import (
     Subject,
     Verdict,
     identity,
+    value_text,
 )
 from nrirp.domain.topology import MemoryType
 from nrirp.domain.topology.hints import TopologyHint
@@ -290,7 +291,7 @@ def _pool_stage(
     else:
         outcome = (
             f"{winner.name}: item {deciding.item.number} ({deciding.item.name}) "
-            f"{_value_text(deciding.item.value)} against {_value_text(deciding.runner_up_value)}"
+            f"{value_text(deciding.item.value)} against {value_text(deciding.runner_up_value)}"
             f" for {deciding.runner_up}"
         )
         if scores[0].pool is not winner:
@@ -484,16 +485,6 @@ def _when(value: float | None, asked: object) -> bool | None:
 
 def _number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else round(value, 4)
-
-
-def _value_text(value: object) -> str:
-    if value is True:
-        return "yes"
-    if value is False:
-        return "no"
-    if value is None:
-        return "-"
-    return str(value)
 
 
 def _offer(work: Allocations, score: Score) -> str:
