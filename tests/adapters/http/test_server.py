@@ -59,3 +59,41 @@ def test_stop_returns_at_once_and_frees_the_port(idle: float) -> None:
         assert get(port, "/healthz") == (200, b"again\n")
     finally:
         again.stop()
+
+
+@pytest.mark.skipif(not socket.has_dualstack_ipv6(), reason="no dual-stack IPv6 here")
+def test_an_endpoint_without_host_is_served_on_ipv4_and_ipv6() -> None:
+    """``:port`` (the DaemonSet's ``--http-endpoint :8891``) bound 0.0.0.0 only: on a pod
+    whose address is IPv6 (a single-stack IPv6 cluster) the kubelet's probes and Prometheus
+    found nothing there. Go's ``:8891``, the reference's, listens on both."""
+    server = HttpServer(":0", {"/healthz": lambda: Response(200, b"ok\n")})
+    server.start()
+    try:
+        assert get(server.port, "/healthz") == (200, b"ok\n")
+        with urllib.request.urlopen(f"http://[::1]:{server.port}/healthz", timeout=10) as got:
+            assert (got.status, got.read()) == (200, b"ok\n")
+    finally:
+        server.stop()
+
+
+def test_an_endpoint_without_host_falls_back_to_ipv4(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without IPv6 (a kernel booted with ``ipv6.disable=1``) ``:port`` is every IPv4
+    address, as before."""
+    monkeypatch.setattr(socket, "has_dualstack_ipv6", lambda: False)
+    server = HttpServer(":0", {"/healthz": lambda: Response(200, b"ok\n")})
+    server.start()
+    try:
+        assert get(server.port, "/healthz") == (200, b"ok\n")
+        with pytest.raises(urllib.error.URLError):
+            urllib.request.urlopen(f"http://[::1]:{server.port}/healthz", timeout=10)
+    finally:
+        server.stop()
+
+
+def test_an_endpoint_in_use_is_refused_with_or_without_host() -> None:
+    with socket.create_server(("0.0.0.0", 0)) as taken:
+        port = taken.getsockname()[1]
+        for endpoint in (f":{port}", f"0.0.0.0:{port}", f"127.0.0.1:{port}"):
+            server = HttpServer(endpoint, {})
+            with pytest.raises(OSError, match="in use"):
+                server.start()

@@ -29,23 +29,29 @@ _ENDPOINT = re.compile(
 
 
 def parse_endpoint(endpoint: str) -> tuple[str, int, socket.AddressFamily]:
-    """``host:port``, ``:port`` (every IPv4 address) or ``[v6addr]:port`` to (host, port,
-    family). Raises ``ValueError`` naming the endpoint."""
+    """``host:port``, ``:port`` (every address: host ``""``) or ``[v6addr]:port`` to (host,
+    port, family). Raises ``ValueError`` naming the endpoint."""
     match = _ENDPOINT.fullmatch(endpoint)
     if match is None or int(match["port"]) > 65535:
         raise ValueError(f"invalid HTTP endpoint {endpoint!r}: expected '[host]:port'")
     port = int(match["port"])
     if match["v6"] is not None:
         return match["v6"], port, socket.AF_INET6
-    return match["host"] or "0.0.0.0", port, socket.AF_INET
+    return match["host"], port, socket.AF_INET
 
 
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     timeout = 0  # handle_request() never waits: _serve calls it once a connection waits
+    dual_stack = False
     routes: Mapping[str, Route] = {}
     query_routes: Mapping[str, QueryRoute] = {}
+
+    def server_bind(self) -> None:
+        if self.dual_stack:  # [::] taking IPv4 too, as Go's ":port"
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -97,7 +103,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class HttpServer:
     """Serves ``routes`` (path -> :data:`Route`) and ``query_routes`` (path ->
     :data:`QueryRoute`) on ``endpoint`` (``host:port``, ``:port`` or ``[v6]:port``; port 0
-    picks a free one, see :attr:`port`)."""
+    picks a free one, see :attr:`port`). ``:port`` is every address, IPv6 and IPv4 (as Go's
+    ``:port``; IPv4 only on a host without IPv6), so that the probes and scrapes of a pod
+    whose address is IPv6 reach it."""
 
     def __init__(
         self,
@@ -116,9 +124,13 @@ class HttpServer:
         """Bind and serve on a thread. Raises ``ValueError`` for a bad endpoint and
         ``OSError`` if it cannot bind."""
         host, port, family = parse_endpoint(self.endpoint)
+        both = not host and socket.has_dualstack_ipv6()
+        if not host:  # every address: IPv6 and IPv4 if the host has IPv6, else IPv4
+            host, family = ("::", socket.AF_INET6) if both else ("0.0.0.0", family)
 
         class Server(_Server):
             address_family = family
+            dual_stack = both
             routes = self.routes
             query_routes = self.query_routes
 
