@@ -158,3 +158,12 @@ def test_system_gauges_spread_requests_over_cpusets_and_nodes() -> None:
     assert samples["nri_policy_mem_node_container_count", node0] == 3
     assert samples["nri_policy_mem_node_capacity", node0] == machine.nodes[0].memory_bytes
     assert len([n for n, _ in samples if n == "nri_policy_cpu_allocation"]) == len(machine.online)
+
+
+def test_the_content_type_names_the_format_served() -> None:
+    """The body is ``generate_latest``'s, with no content negotiation: the text format
+    0.0.4. ``CONTENT_TYPE_LATEST`` (prometheus-client 0.26) says ``version=1.0.0``, which
+    prometheus-client's own server sends only when the scraper asked for it, and then with
+    an ``escaping`` parameter; to a request that negotiates nothing it answers 0.0.4."""
+    exporter = PrometheusExporter(MetricsRecorder(), PolicyView, lambda: True, ExportSettings())
+    assert exporter.render()[1] == "text/plain; version=0.0.4; charset=utf-8"

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import attrs
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import generate_latest
 from prometheus_client.core import (
     CollectorRegistry,
     CounterMetricFamily,
@@ -43,6 +43,12 @@ from prometheus_client.process_collector import ProcessCollector
 from nrirp.adapters.metrics.histogram import HistogramSnapshot
 from nrirp.adapters.metrics.recorder import MetricsRecorder, RecorderSnapshot
 from nrirp.domain.policy import MetricSample
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""What ``generate_latest`` writes. Not ``CONTENT_TYPE_LATEST``: in prometheus-client 0.26 (the
+image's) that says ``version=1.0.0``, which its own server sends only to a scraper that asked
+for it (with an ``escaping`` parameter). A literal, whatever constants a supported release
+(>= 0.20) has."""
 
 
 @attrs.frozen(kw_only=True)
@@ -87,8 +93,9 @@ class PrometheusExporter:
         self._platform = PlatformCollector(registry=None)
 
     def render(self) -> tuple[bytes, str]:
-        """The text exposition and its content type."""
-        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        """The text exposition and its content type (the text format 0.0.4, whatever the
+        scraper accepts)."""
+        return generate_latest(self.registry), CONTENT_TYPE
 
     # ------------------------------------------------------------------ the collector
     def collect(self) -> Iterator[Metric]:
