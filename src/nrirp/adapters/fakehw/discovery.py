@@ -17,9 +17,10 @@ from nrirp.domain.topology import Machine, MemoryType
 class FakeHardwareDiscovery:
     """HardwareDiscovery for a fake machine.
 
-    Every :meth:`discover` writes the spec's sysfs tree (and procfs ``meminfo``) into a
-    temporary directory and runs :class:`~nrirp.adapters.sysfs.SysfsDiscovery` on it, so
-    fakes exercise the real adapter.
+    :meth:`discover` writes the spec's sysfs tree (and procfs ``meminfo``) into a temporary
+    directory and runs :class:`~nrirp.adapters.sysfs.SysfsDiscovery` on it, so fakes exercise
+    the real adapter; later calls answer the same (immutable) machine while the memory types
+    are the same (a big machine's tree takes seconds to write and read).
     Memory types the spec states are passed as configuration (sysfs has no such file), and
     ``memory_types`` adds or replaces overrides.
     """
@@ -30,8 +31,18 @@ class FakeHardwareDiscovery:
         self.spec = spec
         self.layout = resolve(spec, f"machine {spec.name}")
         self.memory_types = {**self.layout.declared_memory_types, **(memory_types or {})}
+        self._discovered: tuple[frozenset[tuple[int, MemoryType]], Machine] | None = None
 
     def discover(self) -> Machine:
+        types = frozenset(self.memory_types.items())
+        found = self._discovered
+        if found is not None and found[0] == types:
+            return found[1]
+        machine = self._discover()
+        self._discovered = (types, machine)
+        return machine
+
+    def _discover(self) -> Machine:
         with tempfile.TemporaryDirectory(
             prefix=f"nrirp-{self.spec.name}-", dir=scratch_dir()
         ) as root:
