@@ -156,6 +156,12 @@ def explain_query(
             explanation = explain_with(policy, policy_name, subject)
         finally:
             cache.rollback(checkpoint)
+        # what it would get now may differ from what it was refused (others left meanwhile)
+        note = (
+            "the container is not running: it was refused (see refused); explained as if it "
+            "arrived now"
+        )
+        explanation = attrs.evolve(explanation, notes=(note, *explanation.notes))
     if refusal is not None and (not in_cache or refusal.operation != "create-container"):
         explanation = attrs.evolve(
             explanation,
