@@ -123,10 +123,8 @@ def test_a_balloons_fill_outcome_says_yes_and_no(capsys: pytest.CaptureFixture[s
     argv += ["--config", str(WORKLOADS / "balloons" / "configs" / "basics.yaml")]
     code, out, err = run(capsys, *argv, "--step", "5", "web/extra/app")
     assert code == 0, err
-    assert (
-        "fill: balanced-inflate: web[1]: max free mCPU covers the request yes against no for "
-        "web[0]"
-    ) in out
+    outcome = "fill: balanced-inflate: web[1]: max free mCPU covers the request yes against no"
+    assert f"{outcome} for web[0]" in out
     assert "True" not in out and "False" not in out
 
 
