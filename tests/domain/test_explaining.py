@@ -83,10 +83,9 @@ def test_a_refused_creation_is_explained_and_the_cache_is_as_before() -> None:
     assert explanation.verdict is Verdict.REFUSED
     assert explanation.refusal.startswith("create-container: no pool has 40")
     assert explanation.refused_at == h.clock.now()
-    assert explanation.notes[0] == (  # a verdict of now, which may differ from the refusal's
-        "the container is not running: it was refused (see refused); explained as if it "
-        "arrived now"
-    )
+    # a verdict of now, which may differ from the refusal's
+    note = "the container is not running: it was refused (see refused); explained as if it"
+    assert explanation.notes[0] == f"{note} arrived now"
     assert (m.pods(), m.containers(), m.describe()) == (pods, containers, state)
     assert h.store.saves == saves and not m.cache.dirty
 
