@@ -240,6 +240,23 @@ def test_an_empty_workload_says_it_is_empty(
     )
 
 
+def test_explain_on_an_unfinished_recording_says_so_too(
+    recording: tuple[Path, list[Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nrirp.app.cli import main
+
+    path, _ = recording
+    lines = path.read_text().splitlines(keepends=True)
+    ended = tmp_path / "ended.yaml"
+    ended.write_text("".join(lines[:20]))  # the daemon killed between two steps
+    code = main(["explain", "--workload", str(ended), "no-such-container"])
+    err = capsys.readouterr().err
+    assert code != 0  # no such container: the note is said all the same
+    assert f"nrirp explain: note: {ended}: the recording has no end mark" in err
+    main(["explain", "--workload", str(path), "no-such-container"])
+    assert "no end mark" not in capsys.readouterr().err  # a finished one says nothing
+
+
 def test_a_plain_workload_still_needs_a_policy(capsys: pytest.CaptureFixture[str]) -> None:
     from tests.app.test_simulate_cli import TEMPLATE_WORKLOAD
 

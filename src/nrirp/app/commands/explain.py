@@ -115,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
 
             configure_logging(args.log_level, "text")
             document, context = _simulated(args)
+            _note_unfinished_recording(args.workload)
         else:
             _no_simulation_flags(args)
             document, context = _asked(args)
@@ -135,6 +136,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"after step {sim['step']} of {sim['steps']} of {sim['workload']}")
     sys.stdout.write(render_explanation(document, columns=args.columns))
     return EXIT_OK
+
+
+def _note_unfinished_recording(path: str) -> None:
+    """As ``simulate`` says it: a recording without an end mark was replayed up to its last
+    complete step."""
+    from nrirp.app.simulator.from_recording import ending, is_recording
+
+    if is_recording(path):
+        end = ending(path)
+        if end:
+            print(f"nrirp explain: note: {path}: {end}", file=sys.stderr)
 
 
 class _Exit(Exception):
