@@ -76,6 +76,9 @@ from .test_python_plugins import (  # noqa: F401
     test_prelaunched_logger_gets_its_config_and_sees_events,
     test_prelaunched_pin_cpus_pins_and_repins_containers,
 )
+from .test_recording import (  # noqa: F401
+    test_a_recording_of_a_real_runtime_replays_to_the_daemon_s_placements,
+)
 from .test_topology_aware import (  # noqa: F401
     test_fake_machine_isolated_cpu_goes_to_a_guaranteed_container,
     test_fake_two_socket_machine_places_and_moves,
