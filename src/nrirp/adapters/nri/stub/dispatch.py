@@ -45,6 +45,15 @@ _SYNC_MORE = b"\x10\x01"  # SynchronizeResponse{more: true}
 _REJECT = b"\x08\x01"  # ValidateContainerAdjustmentResponse{reject: true}
 _CONFIGURE_EVENTS = b"\x10"  # ConfigureResponse field 2 (events), varint
 
+MAX_SYNC_BYTES = 64 << 20
+"""The most request bytes one sync may keep for its ``more=true`` chunks (16 full messages):
+every chunk's payload is held until the last one arrives, so without a bound a runtime that
+keeps sending ``more=true`` grows the daemon without end."""
+MAX_SYNC_OBJECTS = 100_000
+"""The most pods plus containers one sync (every chunk, the last included) may report. A
+4 MiB message can list 200,000 tiny objects, each of which costs the plugin far more than its
+wire form (100,000 pods and containers in one message took 7.5 s and 550 MiB)."""
+
 
 def _varint(value: int) -> bytes:
     out = bytearray()
@@ -132,6 +141,8 @@ class Dispatcher:
         }
         self._configurator = configurator
         self._sync_chunks: list[tuple[list[memoryview], list[memoryview]]] = []
+        self._sync_bytes = 0
+        self._sync_objects = 0
         self._state_change = self._state_change_table()
 
     def methods(self) -> dict[str, Handler]:
@@ -180,10 +191,25 @@ class Dispatcher:
             pods, containers, more = split_synchronize(payload)
         except DecodeError as exc:
             raise invalid_argument(api_pb2.SynchronizeRequest, exc) from None
+        objects = self._sync_objects + len(pods) + len(containers)
+        size = self._sync_bytes + len(payload)
+        if objects > MAX_SYNC_OBJECTS or (more and size > MAX_SYNC_BYTES):
+            self._drop_sync()
+            limit = (
+                f"more than {MAX_SYNC_OBJECTS} pods and containers"
+                if objects > MAX_SYNC_OBJECTS
+                else f"more than {MAX_SYNC_BYTES} bytes of more=true chunks"
+            )
+            # not RESOURCE_EXHAUSTED: a runtime reads that as "message too big" and resends
+            # the same chunk split smaller, after the chunks before it were dropped here
+            raise TtrpcError(StatusCode.OUT_OF_RANGE, f"synchronize refused: {limit} in one sync")
         if more:
-            self._sync_chunks.append((pods, containers))
+            if pods or containers:  # an empty chunk adds nothing, and is not kept
+                self._sync_chunks.append((pods, containers))
+                self._sync_bytes, self._sync_objects = size, objects
             return _SYNC_MORE
-        chunks, self._sync_chunks = self._sync_chunks, []
+        chunks = self._sync_chunks
+        self._drop_sync()
         chunks.append((pods, containers))
         handler = self._handlers.get("synchronize")
         if handler is None:
@@ -193,6 +219,10 @@ class Dispatcher:
         all_pods = WireMessages(api_pb2.PodSandbox, [p for chunk in chunks for p in chunk[0]])
         all_containers = WireMessages(api_pb2.Container, [c for chunk in chunks for c in chunk[1]])
         return encode_updates(_KEY_1, await scoped(handler, all_pods, all_containers))
+
+    def _drop_sync(self) -> None:
+        self._sync_chunks = []
+        self._sync_bytes = self._sync_objects = 0
 
     async def _shutdown(self, payload: bytes, _ctx: CallContext) -> bytes:
         parse(api_pb2.Empty, payload)
