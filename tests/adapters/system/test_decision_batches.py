@@ -211,3 +211,34 @@ def test_a_list_field_is_its_items_in_text_and_an_array_in_json() -> None:
         ' errors="reservedResources.cpu: not a CPU amount; nope: unknown field" pair="a; b"'
     )
     assert json.loads(JsonFormatter().format(record))["errors"] == errors
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_runtime_s_overlong_names_are_cut_in_the_decision_line(
+    fmt: str, nrirp_logger: logging.Logger
+) -> None:
+    """docs/security.md: a name is quoted at most 200 characters long; a hostile runtime's
+    100,000-character name made a 400 KB line."""
+    out = io.StringIO()
+    configure_logging("info", fmt, out)
+    huge = "x" * 100_000
+    LoggingDecisionLog().decision(
+        Decision(
+            operation="create-container",
+            container_id=huge,
+            container=huge,
+            pod=huge,
+            namespace=huge,
+            cpus=None,
+            mems=None,
+            reason="shared",
+        )
+    )
+    line = out.getvalue()
+    assert line.count("\n") == 1 and len(line) < 1_200
+    cut = "x" * 197 + "..."
+    if fmt == "json":
+        fields = json.loads(line)
+        assert [fields[k] for k in ("container", "container_id", "pod", "namespace")] == [cut] * 4
+    else:
+        assert f"container={cut}" in line and f"pod={cut}" in line
