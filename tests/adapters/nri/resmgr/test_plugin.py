@@ -12,7 +12,7 @@ import pytest
 from nrirp.adapters.memory import InMemoryStateStore, RecordingDecisionLog
 from nrirp.adapters.nri.api import EventMask
 from nrirp.adapters.nri.gen import api_pb2
-from nrirp.adapters.nri.resmgr.plugin import ResourceManagerPlugin
+from nrirp.adapters.nri.resmgr.plugin import SYNC_IDS_LISTED, ResourceManagerPlugin
 from nrirp.adapters.nri.resmgr.service import PluginService
 from nrirp.adapters.nri.resmgr.updates import NriRuntimeUpdates
 from nrirp.adapters.nri.stub import Stub
@@ -361,6 +361,26 @@ def test_synchronize_reconciles_restored_state(caplog: pytest.LogCaptureFixture)
         "admitted": "sandbox-web-c",
         "kept": "sandbox-web-a",
     }
+
+
+def test_the_synchronize_line_lists_a_bounded_number_of_ids(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Thousands of containers (or a hostile runtime's 20,000) made one line of hundreds of
+    kilobytes: the line's counts say how many, its fields list the first ones."""
+    p = pod()
+    many = [ctr(f"c{n:03d}", state=api_pb2.CONTAINER_RUNNING) for n in range(SYNC_IDS_LISTED + 7)]
+
+    async def body(rig: Rig) -> None:
+        assert len(rig.manager.containers()) == len(many)
+
+    with caplog.at_level(logging.INFO, logger="nrirp.resmgr"):
+        with_plugin(body, sync=([p], many))
+    (line,) = [r for r in caplog.records if r.getMessage().startswith("synchronized")]
+    assert f"{len(many)} admitted (new)" in line.getMessage()
+    admitted = line.fields["admitted"]  # type: ignore[attr-defined]
+    listed = sorted(c.id for c in many)[:SYNC_IDS_LISTED]
+    assert admitted == ",".join(listed) + ",... (7 more)"
 
 
 def test_synchronize_runs_inside_the_bulk_hook() -> None:

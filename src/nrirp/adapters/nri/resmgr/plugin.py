@@ -178,9 +178,9 @@ class ResourceManagerPlugin(Plugin):
             updates,
             extra={
                 "fields": {
-                    "released": ",".join(gone),
-                    "admitted": ",".join(new),
-                    "kept": ",".join(kept),
+                    "released": _listed(gone),
+                    "admitted": _listed(new),
+                    "kept": _listed(kept),
                 }
             },
         )
@@ -280,6 +280,17 @@ class ResourceManagerPlugin(Plugin):
             call()
         except PipelineError as exc:
             log.error("undoing a creation failed: %s", exc)
+
+
+SYNC_IDS_LISTED = 50
+"""Container ids the synchronization's log line lists per field (its counts say the rest):
+a node's thousands of containers, or a hostile runtime's, would make one line of megabytes."""
+
+
+def _listed(ids: Sequence[str]) -> str:
+    if len(ids) <= SYNC_IDS_LISTED:
+        return ",".join(ids)
+    return ",".join(ids[:SYNC_IDS_LISTED]) + f",... ({len(ids) - SYNC_IDS_LISTED} more)"
 
 
 @contextlib.contextmanager
