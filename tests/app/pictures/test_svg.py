@@ -221,3 +221,18 @@ def test_placements_travel_as_json() -> None:
     ]:
         with pytest.raises(PlacementDocumentError, match=message):
             placement_from_document({**good, path: broken})
+
+
+def test_a_balloon_sharing_idle_cpus_says_so_in_the_legend() -> None:
+    """Its containers' bands on idle CPUs it does not hold are explained by its legend row."""
+    from pathlib import Path
+
+    config = Path(__file__).parents[3] / "examples/workloads/balloons/configs/sharing.yaml"
+    h = EngineHarness.build("balloons", machine="box-16", config=config.read_text())
+    h.run(pod("a", burstable("c", "500m"), namespace="numa"))
+    placement = h.placement()
+    numa = next(g for g in placement.groups if g.name.startswith("numa["))
+    assert numa.shared_cpus
+    root = read(render_svg(placement)).root
+    texts = ["".join(g.itertext()) for g in root.iter() if g.get("data-group") == numa.name]
+    assert any(f"also on idle cpus {numa.shared_cpus}" in t for t in texts), texts

@@ -348,6 +348,8 @@ class _Picture:
                 f"{g.name} ({g.type or g.kind}) · cpus {_cut(g.cpus)} · mems {_cut(g.mems)}"
                 f" · {len(g.members)} container{'s' if len(g.members) != 1 else ''}"
             )
+            if g.kind == "balloon" and g.shared_cpus:  # its bands on CPUs it does not hold
+                text += f" · also on idle cpus {_cut(g.shared_cpus)}"
             rows.append(("legend-group", colour, text, {"data-group": g.name}))
         if any(s.reserved for s in self.scene.cpus.values()):
             rows.append(("legend-key", f"url(#{self.hatch})", "reserved CPUs", {}))
