@@ -9,7 +9,7 @@ from typing import Any
 
 from nrirp.adapters.system.logs import FIELDS
 from nrirp.domain.ports.decisions import Decision, DecisionLog, Notice, Severity
-from nrirp.domain.ports.documents import MAX_QUOTED
+from nrirp.domain.ports.documents import clip
 
 DECISIONS_LOGGER = "nrirp.decisions"
 
@@ -112,20 +112,15 @@ class _DecisionRecord(logging.LogRecord):
         return [_fields(decision) for decision in decisions] if len(decisions) > 1 else None
 
 
-def clip_name(name: str, limit: int = MAX_QUOTED) -> str:
-    """A runtime's name or id as a decision line's field carries it: at most ``limit``
-    characters (Kubernetes names are at most 253; a hostile runtime's are not)."""
-    return name if len(name) <= limit else name[: limit - 3] + "..."
-
-
 def _fields(decision: Decision) -> dict[str, Any]:
     cpus, mems = decision.cpus, decision.mems
     fields: dict[str, Any] = {
         "operation": decision.operation,
-        "container": clip_name(decision.container),
-        "container_id": clip_name(decision.container_id),
-        "pod": clip_name(decision.pod),
-        "namespace": clip_name(decision.namespace),
+        # a runtime's names cut as messages quote them (a hostile runtime's are unbounded)
+        "container": clip(decision.container),
+        "container_id": clip(decision.container_id),
+        "pod": clip(decision.pod),
+        "namespace": clip(decision.namespace),
         "cpus": "" if cpus is None else str(cpus),
         "mems": "" if mems is None else str(mems),
         "reason": decision.reason,

@@ -83,8 +83,7 @@ def power_notices(
                 if why is not None:
                     reasons.setdefault(why, []).append(cpu)
             for why, lacking in reasons.items():
-                where = "" if len(lacking) == len(cpus) else f" on CPUs {CPUSet.from_ids(lacking)}"
-                problems.append(f"{key}{where}: {why}")
+                problems.append(f"{key}{_where(lacking, cpus)}: {why}")
             if attribute in ("min_freq", "max_freq"):
                 value = getattr(settings, attribute)
                 problems.extend(_clamped_cpus(key, knob, value.khz, caps, cpus))
@@ -109,6 +108,11 @@ def power_notices(
     return out
 
 
+def _where(some: list[int], cpus: CPUSet) -> str:
+    """`` on CPUs ...`` for a problem of some of ``cpus``; nothing when it is all of them."""
+    return "" if len(some) == len(cpus) else f" on CPUs {CPUSet.from_ids(some)}"
+
+
 def _clamped_cpus(
     key: str, knob: Knob, khz: int | None, caps: PowerCaps, cpus: CPUSet
 ) -> list[str]:
@@ -127,8 +131,8 @@ def _clamped_cpus(
             outside.setdefault(("below the lowest", cpu_caps.min_khz), []).append(cpu)
     out = []
     for (side, limit), found in sorted(outside.items()):
-        where = "" if len(found) == len(cpus) else f" on CPUs {CPUSet.from_ids(found)}"
-        out.append(f"{key}{where}: {khz} kHz is {side} frequency ({limit} kHz): clamped to it")
+        clamped = f"{khz} kHz is {side} frequency ({limit} kHz): clamped to it"
+        out.append(f"{key}{_where(found, cpus)}: {clamped}")
     return out
 
 
